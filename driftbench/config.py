@@ -1,0 +1,123 @@
+"""Typed parameter dataclasses from TOML tables and ``--set key=value`` strings."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Mapping, TypeVar
+
+from driftbench.errors import ConfigError, UnknownNameError
+
+P = TypeVar("P")
+
+
+def lookup(registry: Mapping[str, Any], name: str, kind: str) -> Any:
+    """Return ``registry[name]`` or raise an error listing the valid names."""
+    if name in registry:
+        return registry[name]
+    close = difflib.get_close_matches(name, list(registry), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise UnknownNameError(f"unknown {kind} {name!r}{hint}; valid: {', '.join(sorted(registry))}")
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file; a syntax error names the file and line."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def parse_sets(items: list[str]) -> dict[str, str]:
+    """Split ``key=value`` strings from the command line into a dict."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {item!r}: expected key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _field_type(cls: type, field: dataclasses.Field) -> Any:
+    return typing.get_type_hints(cls)[field.name]
+
+
+def _coerce(value: Any, typ: Any, where: str) -> Any:
+    """Convert ``value`` (a TOML value or a --set string) to ``typ`` or raise."""
+    origin = typing.get_origin(typ)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(typ) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "")):
+            return None
+        return _coerce(value, args[0], where)
+    if origin is tuple:
+        (inner, _ellipsis) = typing.get_args(typ)
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        return tuple(_coerce(v, inner, where) for v in value)
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    if typ in (int, float):
+        if isinstance(value, bool):
+            raise ConfigError(f"{where}: expected {typ.__name__}, got {value!r}")
+        try:
+            number = typ(value.strip() if isinstance(value, str) else value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: expected {typ.__name__}, got {value!r}") from None
+        if typ is int and isinstance(value, float) and value != int(value):
+            raise ConfigError(f"{where}: expected int, got {value!r}")
+        return number
+    if typ is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    raise TypeError(f"unsupported parameter type {typ!r}")
+
+
+def build(cls: type[P], values: Mapping[str, Any], where: str, base: P | None = None) -> P:
+    """Create dataclass ``cls`` from ``values`` over ``base`` (or defaults), checking names and types.
+
+    ``where`` names the source (a file, a table, ``--set``) in error messages; range checks
+    live in the dataclass's ``__post_init__`` and raise ``ConfigError`` themselves.
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(fields)) or '(none)'}"
+        )
+    kwargs = dataclasses.asdict(base) if base is not None else {}
+    for name, raw in values.items():
+        kwargs[name] = _coerce(raw, _field_type(cls, fields[name]), f"{where}: {name}")
+    return cls(**kwargs)
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise ``ConfigError(message)`` unless ``condition`` holds."""
+    if not condition:
+        raise ConfigError(message)
+
+
+def as_plain(obj: Any) -> Any:
+    """A dataclass (or nested values) as JSON-ready dicts and lists."""
+    if dataclasses.is_dataclass(obj):
+        return {k: as_plain(v) for k, v in dataclasses.asdict(obj).items()}
+    if isinstance(obj, Mapping):
+        return {k: as_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [as_plain(v) for v in obj]
+    return obj

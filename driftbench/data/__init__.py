@@ -1,0 +1,7 @@
+"""Labelled pools: the Pool type and the source registry (importing this fills it)."""
+
+from driftbench.data import digits, synthetic  # noqa: F401  (registration)
+from driftbench.data.pool import Pool
+from driftbench.data.sources import SOURCES, Source, describe, load_pool, source_params
+
+__all__ = ["Pool", "SOURCES", "Source", "describe", "load_pool", "source_params"]

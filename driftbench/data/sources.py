@@ -1,0 +1,44 @@
+"""The source registry: a name, a parameter dataclass and a loader that returns a Pool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from driftbench.config import as_plain, build, lookup
+from driftbench.data.pool import Pool
+
+
+@dataclass(frozen=True)
+class Source:
+    """A registered data source: ``load(params)`` returns the same Pool for the same params."""
+
+    name: str
+    description: str
+    params: type
+    load: Callable[[Any], Pool]
+
+
+SOURCES: dict[str, Source] = {}
+
+
+def register(source: Source) -> Source:
+    """Add ``source`` to the registry under its name."""
+    SOURCES[source.name] = source
+    return source
+
+
+def source_params(name: str, values: Mapping[str, Any], where: str) -> Any:
+    """Validated parameters of source ``name`` from a TOML table or ``--set`` values."""
+    return build(lookup(SOURCES, name, "source").params, values, where)
+
+
+def load_pool(name: str, values: Mapping[str, Any] | None = None) -> Pool:
+    """Load the pool of source ``name`` with parameter overrides ``values``."""
+    source = lookup(SOURCES, name, "source")
+    return source.load(build(source.params, values or {}, f"source {name}"))
+
+
+def describe(name: str, params: Any) -> dict[str, Any]:
+    """The JSON form of a source and its parameters, as written into trace headers."""
+    return {"name": name, "params": as_plain(params)}

@@ -1,0 +1,33 @@
+"""The project's error types; the CLI prints their message on one line."""
+
+
+class DriftbenchError(Exception):
+    """Base of every error driftbench raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(DriftbenchError):
+    """A configuration value (TOML field, --set key, CLI option) is invalid."""
+
+    exit_code = 2
+
+
+class UnknownNameError(ConfigError):
+    """A trace, method, source or model name is not registered."""
+
+
+class TraceFileError(DriftbenchError):
+    """A trace file is missing, corrupted, of an unknown version or fails its hash."""
+
+    exit_code = 2
+
+
+class DataSourceError(DriftbenchError):
+    """A data source cannot produce its pool (missing files, bad format)."""
+
+    exit_code = 2
+
+
+class RunError(DriftbenchError):
+    """A run failed while training or evaluating."""
