@@ -2,6 +2,6 @@
 
 from driftbench.data import digits, synthetic  # noqa: F401  (registration)
 from driftbench.data.pool import Pool
-from driftbench.data.sources import SOURCES, Source, describe, load_pool, source_params
+from driftbench.data.sources import SOURCES, Source, load_pool, source_params
 
-__all__ = ["Pool", "SOURCES", "Source", "describe", "load_pool", "source_params"]
+__all__ = ["Pool", "SOURCES", "Source", "load_pool", "source_params"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from driftbench.config import as_plain, build, lookup
+from driftbench.config import build, lookup
 from driftbench.data.pool import Pool
 
 
@@ -37,8 +37,3 @@ def load_pool(name: str, values: Mapping[str, Any] | None = None) -> Pool:
     """Load the pool of source ``name`` with parameter overrides ``values``."""
     source = lookup(SOURCES, name, "source")
     return source.load(build(source.params, values or {}, f"source {name}"))
-
-
-def describe(name: str, params: Any) -> dict[str, Any]:
-    """The JSON form of a source and its parameters, as written into trace headers."""
-    return {"name": name, "params": as_plain(params)}

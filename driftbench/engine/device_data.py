@@ -1,0 +1,64 @@
+"""The pool on the compute device, per-client batch plans and on-device transforms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from driftbench.data.pool import Pool
+from driftbench.errors import ConfigError
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` picks CUDA when present; ``cuda`` without a GPU is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name not in ("cpu", "cuda"):
+        raise ConfigError(f"--device {name!r}: allowed: auto, cpu, cuda")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is available (use auto or cpu)")
+    return torch.device(name)
+
+
+@dataclass(frozen=True)
+class LocalWork:
+    """One round's local training for K clients: pool indices per step, step counts and transforms."""
+
+    clients: np.ndarray  # (K,) client ids
+    batches: np.ndarray  # (K, S, B) pool indices; client k uses steps 0..steps[k]-1
+    steps: np.ndarray  # (K,) local steps per client
+    label_maps: np.ndarray  # (K, C)
+    rotations: np.ndarray  # (K,) degrees, multiples of 90
+
+
+def batch_plan(rng: np.random.Generator, windows: list[np.ndarray], steps: int, batch_size: int) -> np.ndarray:
+    """(K, steps, batch) pool indices: each client walks through reshuffled passes over its window."""
+    plan = np.empty((len(windows), steps * batch_size), dtype=np.int64)
+    for k, window in enumerate(windows):
+        passes = -(-steps * batch_size // len(window))
+        plan[k] = np.concatenate([rng.permutation(window) for _ in range(passes)])[: steps * batch_size]
+    return plan.reshape(len(windows), steps, batch_size)
+
+
+class DevicePool:
+    """A pool's samples and labels held once on the device; gathers transformed batches by index."""
+
+    def __init__(self, pool: Pool, device: torch.device, dtype: torch.dtype) -> None:
+        self.device, self.dtype = device, dtype
+        self.x = torch.as_tensor(pool.x).to(device)
+        self.y = torch.as_tensor(pool.y).to(device)
+        self.scale = 1.0 / 255.0 if pool.x.dtype == np.uint8 else 1.0
+
+    def gather(self, idx: torch.Tensor, label_maps: torch.Tensor, rotations: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Samples ``idx`` (K, B) as (K, B, C, H, W) inputs and (K, B) labels after each client's transforms."""
+        x = self.x[idx].to(self.dtype)
+        if self.scale != 1.0:
+            x = x * self.scale
+        y = torch.gather(label_maps, 1, self.y[idx])
+        for quarter in np.unique(rotations // 90 % 4):
+            if quarter:
+                rows = torch.as_tensor(np.flatnonzero(rotations // 90 % 4 == quarter), device=self.device)
+                x[rows] = torch.rot90(x[rows], int(quarter), dims=(-2, -1))
+        return x, y

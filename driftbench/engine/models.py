@@ -1,0 +1,70 @@
+"""Model architectures by name; none carries per-client buffers (no BatchNorm running statistics)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from driftbench.config import lookup
+
+
+def mlp(input_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
+    """Two hidden layers of 200 units with ReLU (the MLP of FedAvg's MNIST experiments)."""
+    c, h, w = input_shape
+    return nn.Sequential(
+        nn.Flatten(), nn.Linear(c * h * w, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(), nn.Linear(200, num_classes)
+    )
+
+
+def lenet5(input_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
+    """LeNet-5 (conv6-pool-conv16-pool-fc120-fc84); convolutions are padded when inputs are below 32x32."""
+    c, h, _ = input_shape
+    pad1 = 0 if h >= 32 else 2
+    after1 = (h + 2 * pad1 - 4) // 2
+    pad2 = 0 if after1 >= 6 else 2
+    features = nn.Sequential(
+        nn.Conv2d(c, 6, 5, padding=pad1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5, padding=pad2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+    )
+    with torch.no_grad():
+        flat = features(torch.zeros(1, *input_shape)).shape[1]
+    return nn.Sequential(
+        features, nn.Linear(flat, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_classes)
+    )
+
+
+MODELS: dict[str, Callable[[tuple[int, int, int], int], nn.Module]] = {"mlp": mlp, "lenet5": lenet5}
+
+
+def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, seed: int, dtype: torch.dtype) -> nn.Module:
+    """Instantiate model ``name`` with parameters initialised from ``seed``."""
+    factory = lookup(MODELS, name, "model")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = factory(input_shape, num_classes)
+    return model.to(dtype)
+
+
+def forward_flops(model: nn.Module, input_shape: tuple[int, int, int]) -> float:
+    """Multiply-add FLOPs (2 per MAC) of one sample's forward pass through Linear and Conv2d layers."""
+    total = 0.0
+
+    def count(module: nn.Module, _inputs: tuple, output: torch.Tensor) -> None:
+        nonlocal total
+        if isinstance(module, nn.Linear):
+            total += 2.0 * module.in_features * module.out_features
+        elif isinstance(module, nn.Conv2d):
+            k = module.in_channels // module.groups * module.kernel_size[0] * module.kernel_size[1]
+            total += 2.0 * k * output[0].numel()
+
+    hooks = [m.register_forward_hook(count) for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
+    try:
+        with torch.no_grad():
+            dtype = next(model.parameters()).dtype
+            model(torch.zeros(1, *input_shape, dtype=dtype, device=next(model.parameters()).device))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return total

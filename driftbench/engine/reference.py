@@ -1,0 +1,41 @@
+"""The plain sequential per-client loop most research code uses; for benchmarks and equivalence tests only."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from driftbench.engine.batched import Params, TrainOutput, stack
+from driftbench.engine.device_data import DevicePool, LocalWork
+from driftbench.engine.train_config import TrainConfig
+
+
+def train_sequential(model: nn.Module, data: DevicePool, start: Params, work: LocalWork, cfg: TrainConfig, mu: float = 0.0) -> TrainOutput:
+    """Train each client in turn: deep-copy the model, torch.optim.SGD, one batch at a time."""
+    trained, losses = [], []
+    for k in range(len(work.clients)):
+        local = copy.deepcopy(model)
+        with torch.no_grad():
+            for name, p in local.named_parameters():
+                p.copy_(start[name][k])
+        anchor = [p.detach().clone() for p in local.parameters()]
+        opt = torch.optim.SGD(local.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+        total = 0.0
+        for s in range(int(work.steps[k])):
+            idx = torch.as_tensor(work.batches[k : k + 1, s], device=data.device)
+            maps = torch.as_tensor(work.label_maps[k : k + 1], device=data.device)
+            x, y = data.gather(idx, maps, work.rotations[k : k + 1])
+            opt.zero_grad()
+            loss = F.cross_entropy(local(x[0]), y[0])
+            objective = loss
+            if mu:
+                objective = loss + 0.5 * mu * sum(((p - a) ** 2).sum() for p, a in zip(local.parameters(), anchor))
+            objective.backward()
+            opt.step()
+            total += loss.item()
+        trained.append({n: p.detach() for n, p in local.named_parameters()})
+        losses.append(total / max(int(work.steps[k]), 1))
+    return TrainOutput(stack(trained), torch.tensor(losses, dtype=start[next(iter(start))].dtype))

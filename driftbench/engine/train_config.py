@@ -1,0 +1,34 @@
+"""Local-training settings shared by every method on a trace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from driftbench.config import require
+
+DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How clients train: model, SGD settings, local work per round, participants and evaluation cadence."""
+
+    model: str = "mlp"
+    lr: float = 0.05
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    batch_size: int = 20
+    local_steps: int = 10
+    participants: int = 20
+    eval_every: int = 1
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        require(self.lr > 0, f"train: lr must be > 0, got {self.lr}")
+        require(0 <= self.momentum < 1, f"train: momentum must be in [0, 1), got {self.momentum}")
+        require(self.weight_decay >= 0, f"train: weight_decay must be >= 0, got {self.weight_decay}")
+        require(self.batch_size >= 1, f"train: batch_size must be >= 1, got {self.batch_size}")
+        require(self.local_steps >= 1, f"train: local_steps must be >= 1, got {self.local_steps}")
+        require(self.participants >= 1, f"train: participants must be >= 1, got {self.participants}")
+        require(self.eval_every >= 1, f"train: eval_every must be >= 1, got {self.eval_every}")
+        require(self.dtype in DTYPES, f"train: dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")

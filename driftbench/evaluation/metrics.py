@@ -1,0 +1,188 @@
+"""Accuracy, drift-recovery and clustering metrics computed from per-evaluation arrays."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.distance import cdist
+from sklearn.metrics import adjusted_rand_score
+
+FINAL_FRACTION_DENOMINATOR = 10  # final accuracy averages the last tenth of evaluations
+PRE_WINDOW = 3  # evaluations averaged for the pre-drift accuracy
+RECOVERY_TOLERANCE = 0.01  # accuracy counts as recovered within this of the pre-drift level
+
+
+@dataclass(frozen=True)
+class TimeToAccuracy:
+    """The evaluation from which accuracy stays at or above a target."""
+
+    target: float
+    rounds: int
+    sim_seconds: float
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """How accuracy fell and recovered around one drift event."""
+
+    round: int
+    pre: float | None
+    trough: float | None
+    drop: float | None
+    rounds_to_recover: int | None
+    delta_permille: float | None
+
+
+def final_window(n: int) -> int:
+    """How many trailing evaluations final accuracy averages: ceil(n / 10), at least one."""
+    # Integer ceiling: 0.1 * n in floating point would round 30 up to 4 evaluations.
+    return max(1, -(-n // FINAL_FRACTION_DENOMINATOR))
+
+
+def final_accuracy(accuracy: np.ndarray) -> float:
+    """Mean accuracy over the last ceil(n / 10) evaluations (at least one)."""
+    accuracy = np.asarray(accuracy, dtype=float)
+    if accuracy.size == 0:
+        raise ValueError("final_accuracy needs at least one evaluation")
+    count = final_window(accuracy.size)
+    return float(accuracy[-count:].mean())
+
+
+def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """Mean of each value and up to ``window - 1`` values before it."""
+    padded = np.concatenate([np.full(window - 1, np.nan), values])
+    return np.nanmean(np.lib.stride_tricks.sliding_window_view(padded, window), axis=1)
+
+
+def time_to_accuracy(
+    rounds: np.ndarray, sim_seconds: np.ndarray, accuracy: np.ndarray, target: float, window: int = 1
+) -> TimeToAccuracy | None:
+    """The first evaluation after which the trailing ``window``-mean of accuracy never drops below target, or None.
+
+    With ``window`` = the final-accuracy window, a run whose final accuracy is the target
+    always reaches it; with ``window`` = 1 a noisy curve may never "stay" above its own mean.
+    """
+    accuracy = np.asarray(accuracy, dtype=float)
+    _check_same_length(rounds, sim_seconds, accuracy)
+    if accuracy.size:
+        accuracy = trailing_mean(accuracy, window)
+    if accuracy.size == 0 or accuracy[-1] < target:
+        return None
+    below = np.flatnonzero(accuracy < target)
+    first = int(below[-1]) + 1 if below.size else 0
+    return TimeToAccuracy(
+        target=float(target), rounds=int(rounds[first]), sim_seconds=float(sim_seconds[first])
+    )
+
+
+def speedup(
+    reference_tta: TimeToAccuracy | None, method_tta: TimeToAccuracy | None
+) -> float | None:
+    """Reference TTA seconds over method TTA seconds; None if either never reached the target.
+
+    A method reaching the target at 0 simulated seconds gives inf, or 1.0 when the
+    reference did too.
+    """
+    if reference_tta is None or method_tta is None:
+        return None
+    if method_tta.sim_seconds == 0:
+        return 1.0 if reference_tta.sim_seconds == 0 else math.inf
+    return reference_tta.sim_seconds / method_tta.sim_seconds
+
+
+def recovery(
+    rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, final: float
+) -> list[Recovery]:
+    """One Recovery per drift event, measured over evaluations until the next later event.
+
+    Duplicate event rounds each get their own, identical, entry: an event's interval
+    ends at the next strictly later event round.
+    """
+    rounds = np.asarray(rounds)
+    accuracy = np.asarray(accuracy, dtype=float)
+    events = np.asarray(event_rounds)
+    _check_same_length(rounds, accuracy)
+    if np.any(np.diff(events) < 0):
+        raise ValueError("event_rounds must be sorted ascending")
+    distinct = np.unique(events)
+    ends = np.append(distinct, np.inf)[np.searchsorted(distinct, events, side="right")]
+    return [
+        _event_recovery(rounds, accuracy, int(start), end, final)
+        for start, end in zip(events, ends)
+    ]
+
+
+def _event_recovery(
+    rounds: np.ndarray, accuracy: np.ndarray, start: int, end: float, final: float
+) -> Recovery:
+    """Recovery of one event whose interval is rounds in [start, end)."""
+    before = accuracy[rounds < start]
+    in_interval = (rounds >= start) & (rounds < end)
+    window_rounds, window_accuracy = rounds[in_interval], accuracy[in_interval]
+    pre = float(before[-PRE_WINDOW:].mean()) if before.size else None
+    trough = float(window_accuracy.min()) if window_accuracy.size else None
+    drop = pre - trough if pre is not None and trough is not None else None
+    rounds_to_recover = (
+        _rounds_to_recover(window_rounds, window_accuracy, pre, start) if pre is not None else None
+    )
+    delta_permille = (pre - final) / pre * 1000 if pre is not None and pre != 0 else None
+    return Recovery(start, pre, trough, drop, rounds_to_recover, delta_permille)
+
+
+def _rounds_to_recover(
+    window_rounds: np.ndarray, window_accuracy: np.ndarray, pre: float, start: int
+) -> int | None:
+    """Rounds from start to the first evaluation back within tolerance of pre, or None."""
+    recovered = window_rounds[window_accuracy >= pre - RECOVERY_TOLERANCE]
+    return int(recovered[0]) - start if recovered.size else None
+
+
+def adjusted_rand(truth: np.ndarray, assignment: np.ndarray) -> float:
+    """Adjusted Rand index between true and assigned clusters, over clients with truth >= 0."""
+    truth = np.asarray(truth)
+    assignment = np.asarray(assignment)
+    _check_same_length(truth, assignment)
+    known = truth >= 0
+    if not known.any():
+        raise ValueError("adjusted_rand needs at least one client with a ground-truth cluster")
+    return float(adjusted_rand_score(truth[known], assignment[known]))
+
+
+def mean_client_distance(label_distributions: np.ndarray, assignment: np.ndarray) -> float:
+    """Mean over non-singleton clients of the mean L1 distance to their cluster mates."""
+    distributions = np.asarray(label_distributions, dtype=float)
+    assignment = np.asarray(assignment)
+    _check_same_length(distributions, assignment)
+    per_client = [
+        _mean_distance_to_mates(distributions[assignment == cluster])
+        for cluster in np.unique(assignment)
+        if np.count_nonzero(assignment == cluster) > 1
+    ]
+    return float(np.concatenate(per_client).mean()) if per_client else 0.0
+
+
+def _mean_distance_to_mates(members: np.ndarray) -> np.ndarray:
+    """Per member, the mean L1 distance to every other member (self-distance is zero)."""
+    return cdist(members, members, metric="cityblock").sum(axis=1) / (len(members) - 1)
+
+
+def label_distribution(labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """Normalised histogram of integer labels in [0, num_classes); zeros when empty."""
+    labels = np.asarray(labels, dtype=int)
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must lie in [0, {num_classes})")
+    counts = np.bincount(labels, minlength=num_classes).astype(float)
+    return counts / labels.size if labels.size else counts
+
+
+def l1_shift(before: np.ndarray, after: np.ndarray) -> float:
+    """L1 distance between two normalised label histograms."""
+    return float(np.abs(np.asarray(before, dtype=float) - np.asarray(after, dtype=float)).sum())
+
+
+def _check_same_length(*arrays: np.ndarray) -> None:
+    """Raise ValueError unless every array has the same number of rows."""
+    if len({len(array) for array in arrays}) > 1:
+        raise ValueError("per-evaluation arrays must have the same length")

@@ -1,0 +1,155 @@
+"""The Method interface: a server-side algorithm with a few hooks; the scheduler owns the loop.
+
+A method sees only what clients report through ``ClientQueries`` (never drift events or
+ground truth, except a method marked ``oracle``); every query counts its traffic and
+extra client passes, so overhead is measured, not declared by hand.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+import torch
+
+from driftbench.engine.batched import Params
+from driftbench.engine.train_config import TrainConfig
+from driftbench.errors import RunError
+
+FLOAT_BYTES = 4  # traffic is counted as float32, whatever the compute dtype
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a method knows at setup: population size, classes, initial model and training settings."""
+
+    num_clients: int
+    num_classes: int
+    init_params: Params
+    train: TrainConfig
+    seed: int
+
+    @property
+    def model_bytes(self) -> int:
+        """Bytes of one model on the wire."""
+        return FLOAT_BYTES * sum(p.numel() for p in self.init_params.values())
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A round's decision: who trains, from which model of the bank, and with what proximal term."""
+
+    participants: np.ndarray
+    start_models: np.ndarray
+    mu: float = 0.0
+    models_downloaded: int = 1  # models each participant downloads (IFCA downloads all K)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Local training outcome for a plan's participants, in plan order."""
+
+    plan: Plan
+    params: Params
+    num_samples: np.ndarray
+    loss: np.ndarray
+
+
+@dataclass
+class Overhead:
+    """Traffic and client work beyond plain model training, accumulated over a run."""
+
+    upload_bytes: int = 0
+    download_bytes: int = 0
+    client_extra_passes: int = 0
+
+
+class ClientQueries:
+    """The clients' side of one round: answers a method's requests and counts what they cost."""
+
+    def __init__(
+        self,
+        changed: np.ndarray,
+        label_histograms: Callable[[np.ndarray], np.ndarray],
+        ground_truth: Callable[[], np.ndarray] | None,
+        overhead: Overhead,
+    ) -> None:
+        self.changed = changed  # clients whose local data changed since the last round (they know it)
+        self._label_histograms = label_histograms
+        self._ground_truth = ground_truth
+        self._overhead = overhead
+        self.seconds = 0.0  # time spent computing client answers, excluded from server time
+
+    def label_histograms(self, clients: np.ndarray) -> np.ndarray:
+        """Label counts (len(clients) x C) of the clients' current training windows; each uploads C numbers."""
+        started = time.perf_counter()
+        counts = self._label_histograms(np.asarray(clients))
+        self._overhead.upload_bytes += FLOAT_BYTES * counts.size
+        self.seconds += time.perf_counter() - started
+        return counts
+
+    def ground_truth(self) -> np.ndarray:
+        """Every client's true group now; only for methods marked ``oracle``."""
+        if self._ground_truth is None:
+            raise RunError("only an oracle method may read ground truth")
+        return self._ground_truth()
+
+
+class Method:
+    """Base of every method: holds the model bank (M x ...) and each client's current model."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Params: ClassVar[type]
+    oracle: ClassVar[bool] = False
+
+    def __init__(self, params: Any) -> None:
+        self.params = params
+        self.models: Params = {}
+        self.assignment = np.zeros(0, dtype=np.int64)
+
+    def setup(self, ctx: RunContext) -> None:
+        """Start with one model (the shared initialisation) serving every client."""
+        self.ctx = ctx
+        self.models = replicate(ctx.init_params, 1)
+        self.assignment = np.zeros(ctx.num_clients, dtype=np.int64)
+
+    @property
+    def num_models(self) -> int:
+        """Number of models in the bank."""
+        return len(next(iter(self.models.values())))
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Decide assignment and this round's participants."""
+        raise NotImplementedError
+
+    def aggregate(self, rnd: int, result: TrainResult) -> None:
+        """Fold the participants' trained models into the bank (sample-weighted mean per model)."""
+        self.models = cluster_average(self.models, result.params, result.plan.start_models, result.num_samples)
+
+
+def replicate(params: Params, copies: int) -> Params:
+    """``copies`` identical models stacked on a leading axis."""
+    return {n: p.unsqueeze(0).repeat(copies, *([1] * p.dim())) for n, p in params.items()}
+
+
+def cluster_average(bank: Params, trained: Params, cluster: np.ndarray, weights: np.ndarray) -> Params:
+    """Replace each bank model that had participants by their weighted mean; keep the others."""
+    device = next(iter(bank.values())).device
+    index = torch.as_tensor(cluster, device=device)
+    dtype = next(iter(bank.values())).dtype
+    w = torch.as_tensor(weights, dtype=dtype, device=device)
+    total = torch.zeros(len(next(iter(bank.values()))), dtype=dtype, device=device).index_add_(0, index, w)
+    out = {}
+    for name, models in bank.items():
+        shape = (-1,) + (1,) * (models.dim() - 1)
+        summed = torch.zeros_like(models).index_add_(0, index, trained[name] * w.view(shape))
+        out[name] = torch.where(total.view(shape) > 0, summed / total.clamp(min=1e-30).view(shape), models)
+    return out
+
+
+def sample_participants(rng: np.random.Generator, num_clients: int, count: int) -> np.ndarray:
+    """``count`` distinct clients chosen uniformly (all of them if there are fewer), sorted."""
+    return np.sort(rng.choice(num_clients, size=min(count, num_clients), replace=False))

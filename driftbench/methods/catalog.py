@@ -1,0 +1,54 @@
+"""Method implementations by class name and named configurations from the top-level ``methods/*.toml``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from driftbench.config import as_plain, build, lookup, read_toml, require
+from driftbench.methods.base import Method
+from driftbench.methods.fedavg import FedAvg
+from driftbench.methods.oracle import Oracle
+from driftbench.methods.static import StaticClustering
+
+IMPLEMENTATIONS: dict[str, type[Method]] = {cls.name: cls for cls in (FedAvg, StaticClustering, Oracle)}
+CATALOG_DIR = Path(__file__).resolve().parents[2] / "methods"
+SPEC_KEYS = {"class", "description", "paper", "params"}
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A named method configuration: implementation, parameters, description and paper reference."""
+
+    name: str
+    implementation: str
+    description: str
+    paper: str
+    params: Any
+
+    def create(self) -> Method:
+        """A fresh method instance with these parameters."""
+        return IMPLEMENTATIONS[self.implementation](self.params)
+
+    def as_config(self) -> dict[str, Any]:
+        """The JSON form written into a run's config.json."""
+        return {"name": self.name, "class": self.implementation, "params": as_plain(self.params)}
+
+
+def catalog() -> dict[str, Path]:
+    """Method names and their TOML files."""
+    return {path.stem: path for path in sorted(CATALOG_DIR.glob("*.toml"))}
+
+
+def load_method(name: str, sets: dict[str, str] | None = None) -> MethodSpec:
+    """Parse the named method's TOML and apply ``--set method.KEY=VALUE`` overrides."""
+    path = lookup(catalog(), name, "method")
+    raw = read_toml(path)
+    unknown = sorted(set(raw) - SPEC_KEYS)
+    require(not unknown, f"{path}: unknown key {unknown[0] if unknown else ''!r}; allowed: {', '.join(sorted(SPEC_KEYS))}")
+    cls = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}")
+    params = build(cls.Params, raw.get("params", {}), f"{path} [params]")
+    if sets:
+        params = build(cls.Params, sets, f"--set method ({name})", base=params)
+    return MethodSpec(name, cls.name, raw.get("description", cls.description), raw.get("paper", ""), params)

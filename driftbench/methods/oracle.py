@@ -1,0 +1,44 @@
+"""``oracle``: clusters equal the ground-truth groups at every round (an upper bound; not from a paper)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from driftbench.config import require
+from driftbench.errors import RunError
+from driftbench.methods.base import ClientQueries, Method, Plan, replicate, sample_participants
+
+
+@dataclass(frozen=True)
+class OracleParams:
+    """``mu`` is the FedProx term."""
+
+    mu: float = 0.0
+
+    def __post_init__(self) -> None:
+        require(self.mu >= 0, f"oracle: mu must be >= 0, got {self.mu}")
+
+
+class Oracle(Method):
+    """One model per true group; a group first seen later starts from the shared initialisation."""
+
+    name = "oracle"
+    description = "cluster = ground-truth group every round (upper bound, reads the trace's truth)"
+    Params = OracleParams
+    oracle = True
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Assign every client to its true group; sample participants uniformly."""
+        truth = clients.ground_truth()
+        if (truth < 0).any():
+            raise RunError("oracle needs a trace with ground-truth groups for every client")
+        missing = int(truth.max()) + 1 - self.num_models
+        if missing > 0:
+            fresh = replicate(self.ctx.init_params, missing)
+            self.models = {n: torch.cat([m, fresh[n]]) for n, m in self.models.items()}
+        self.assignment = truth
+        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        return Plan(participants, truth[participants], mu=self.params.mu)

@@ -1,0 +1,42 @@
+"""``static``: k-means on label distributions once at round 0 (K by silhouette), never re-clustered."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from driftbench.config import require
+from driftbench.methods.base import ClientQueries, Method, Plan, replicate, sample_participants
+from driftbench.methods.clustering import kmeans_by_silhouette
+
+
+@dataclass(frozen=True)
+class StaticParams:
+    """K is searched in ``k_min..k_max`` by silhouette; ``mu`` is the FedProx term."""
+
+    k_min: int = 2
+    k_max: int = 10
+    mu: float = 0.0
+
+    def __post_init__(self) -> None:
+        require(2 <= self.k_min <= self.k_max, f"static: need 2 <= k_min <= k_max, got {self.k_min}..{self.k_max}")
+        require(self.mu >= 0, f"static: mu must be >= 0, got {self.mu}")
+
+
+class StaticClustering(Method):
+    """Clusters clients once by their initial label distributions; drifted clients keep their cluster."""
+
+    name = "static"
+    description = "k-means on label distributions at round 0 (K by silhouette), never re-clustered"
+    Params = StaticParams
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Cluster at round 0; sample participants uniformly; each trains its cluster's model."""
+        if rnd == 0:
+            counts = clients.label_histograms(np.arange(self.ctx.num_clients))
+            dists = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+            self.assignment = kmeans_by_silhouette(dists, self.params.k_min, self.params.k_max, self.ctx.seed)
+            self.models = replicate({n: p[0] for n, p in self.models.items()}, int(self.assignment.max()) + 1)
+        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        return Plan(participants, self.assignment[participants], mu=self.params.mu)

@@ -1,0 +1,166 @@
+"""Named traces from the top-level ``traces/*.toml`` and resolution of ``--trace NAME|FILE``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from driftbench.config import as_plain, build, lookup, read_toml, require
+from driftbench.data.sources import SOURCES, load_pool, source_params
+from driftbench.engine.train_config import TrainConfig
+from driftbench.data.pool import Pool
+from driftbench.errors import ConfigError, DataSourceError
+from driftbench.traces.generators import GENERATORS
+from driftbench.traces.io import load_trace
+from driftbench.traces.model import Trace
+
+CATALOG_DIR = Path(__file__).resolve().parents[2] / "traces"
+SPEC_KEYS = {"description", "generator", "paper", "methods", "params", "source", "train"}
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """A named trace: generator and its parameters, source, training settings, default methods."""
+
+    name: str
+    description: str
+    paper: str
+    generator: str
+    params: Any
+    source: str
+    source_params: Any
+    train: TrainConfig
+    methods: tuple[str, ...]
+
+    def defaults(self) -> dict[str, Any]:
+        """Run defaults stored (unhashed) in a trace file made from this spec."""
+        return {"train": as_plain(self.train), "methods": list(self.methods)}
+
+
+def catalog() -> dict[str, Path]:
+    """Trace names and their TOML files."""
+    return {path.stem: path for path in sorted(CATALOG_DIR.glob("*.toml"))}
+
+
+def load_spec(name: str) -> TraceSpec:
+    """Parse and validate the TOML of the named trace."""
+    path = lookup(catalog(), name, "trace")
+    raw = read_toml(path)
+    unknown = sorted(set(raw) - SPEC_KEYS)
+    require(not unknown, f"{path}: unknown key {unknown[0] if unknown else ''!r}; allowed: {', '.join(sorted(SPEC_KEYS))}")
+    generator = lookup(GENERATORS, raw.get("generator", ""), f"generator in {path}")
+    source = dict(raw.get("source", {}))
+    source_name = source.pop("name", "")
+    lookup(SOURCES, source_name, f"source in {path}")
+    source = source_params(source_name, source, f"{path} [source]")
+    return TraceSpec(
+        name=name,
+        description=raw.get("description", ""),
+        paper=raw.get("paper", ""),
+        generator=generator.name,
+        params=build(generator.params, raw.get("params", {}), f"{path} [params]"),
+        source=source_name,
+        source_params=source,
+        train=build(TrainConfig, raw.get("train", {}), f"{path} [train]"),
+        methods=tuple(raw.get("methods", ["fedavg"])),
+    )
+
+
+def apply_sets(spec: TraceSpec, sets: dict[str, str]) -> TraceSpec:
+    """Apply ``--set`` values for trace parameters (bare or ``params.``), ``source``/``source.KEY`` and ``train.KEY``.
+
+    A bare key names a generator parameter or, if there is none by that name, a training setting.
+    """
+    params, train, source = {}, {}, {}
+    source_name = spec.source
+    param_fields = set(spec.params.__dataclass_fields__)
+    train_fields = set(TrainConfig.__dataclass_fields__)
+    for key, value in sets.items():
+        section, _, field = key.rpartition(".")
+        if key == "source":
+            source_name = lookup(SOURCES, value, "source").name
+        elif section == "source":
+            source[field] = value
+        elif section in ("params", "") and field in param_fields:
+            params[field] = value
+        elif section in ("train", "") and field in train_fields:
+            train[field] = value
+        else:
+            raise ConfigError(
+                f"--set {key}: unknown key for trace {spec.name!r}; trace parameters: "
+                f"{', '.join(sorted(param_fields))}; training: {', '.join(sorted(train_fields))}; "
+                "source: source, source.KEY; method: method.KEY"
+            )
+    base = spec.source_params if source_name == spec.source else None
+    return replace(
+        spec,
+        params=build(type(spec.params), params, "--set", base=spec.params),
+        train=build(TrainConfig, train, "--set", base=spec.train),
+        source=source_name,
+        source_params=build(SOURCES[source_name].params, source, f"--set source ({source_name})", base=base),
+    )
+
+
+@dataclass(frozen=True)
+class ResolvedTrace:
+    """What ``--trace NAME|FILE`` resolves to: the trace, its pool, training settings and default methods."""
+
+    trace: Trace
+    pool: Pool
+    train: TrainConfig
+    methods: tuple[str, ...]
+
+
+def generate(spec: TraceSpec) -> tuple[Trace, Pool]:
+    """Load the spec's pool and run its generator; the same spec always gives the same trace."""
+    pool = SOURCES[spec.source].load(spec.source_params)
+    generator = GENERATORS[spec.generator]
+    info = {
+        "name": spec.name,
+        "generator": spec.generator,
+        "params": as_plain(spec.params),
+        "source": {"name": spec.source, "params": as_plain(spec.source_params)},
+        "pool_fingerprint": pool.fingerprint(),
+    }
+    return generator.make(spec.params, pool).build(info, pool.y), pool
+
+
+def pool_of(trace: Trace, where: str) -> Pool:
+    """Reload the pool a trace was made from and check it is the same data."""
+    source = trace.info["source"]
+    pool = load_pool(source["name"], source["params"])
+    if pool.fingerprint() != trace.info["pool_fingerprint"]:
+        raise DataSourceError(f"{where}: source {source['name']!r} now yields different data than the trace was made from")
+    return pool
+
+
+def is_trace_file(name: str) -> bool:
+    """Whether ``--trace`` names a file rather than a catalog entry."""
+    return name not in catalog() and (Path(name).suffix in (".trace", ".npz") or Path(name).exists())
+
+
+def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
+    """The trace, pool, training settings and default methods for ``--trace NAME|FILE`` with ``--set`` values."""
+    if not is_trace_file(name):
+        spec = apply_sets(load_spec(name), sets)
+        trace, pool = generate(spec)
+        return ResolvedTrace(trace, pool, spec.train, spec.methods)
+    trace, defaults = load_trace(Path(name))
+    trace = replace(trace, info={**trace.info, "name": Path(name).stem})
+    train_sets = {}
+    for key, value in sets.items():
+        field = key.removeprefix("train.")
+        require(
+            field in TrainConfig.__dataclass_fields__,
+            f"--set {key}: a trace file's data is fixed (remake it with 'driftbench trace make'); "
+            f"training keys: {', '.join(sorted(TrainConfig.__dataclass_fields__))}",
+        )
+        train_sets[field] = value
+    train = build(TrainConfig, defaults.get("train", {}), f"{name} defaults")
+    return ResolvedTrace(
+        trace,
+        pool_of(trace, name),
+        build(TrainConfig, train_sets, "--set", base=train),
+        tuple(defaults.get("methods", ["fedavg"])),
+    )

@@ -1,0 +1,77 @@
+"""Trace files: one npz holding the arrays and a JSON header, written atomically, read without pickle."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from driftbench.errors import TraceFileError
+from driftbench.traces.model import FORMAT_VERSION, Trace
+
+HEADER = "header"
+_ARRAY_FIELDS = [f.name for f in fields(Trace) if f.name != "info"]
+
+
+def atomic_write(path: Path, write: Any) -> None:
+    """Call ``write(fh)`` on a temporary file beside ``path``, fsync it, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        write(fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def save_trace(trace: Trace, path: Path, defaults: dict[str, Any]) -> str:
+    """Write ``trace`` and its run ``defaults`` (not hashed) to ``path``; return the content hash."""
+    digest = trace.content_hash()
+    header = {"format": FORMAT_VERSION, "info": trace.info, "hash": digest, "defaults": defaults}
+    payload = np.frombuffer(json.dumps(header, sort_keys=True).encode(), dtype=np.uint8)
+    atomic_write(Path(path), lambda fh: np.savez_compressed(fh, **{HEADER: payload}, **trace.arrays()))
+    return digest
+
+
+def load_trace(path: Path) -> tuple[Trace, dict[str, Any]]:
+    """Read a trace file, check its format version and hash; return the trace and its run defaults."""
+    path = Path(path)
+    if not path.is_file():
+        raise TraceFileError(f"{path}: no such trace file")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            data = {name: npz[name] for name in npz.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise TraceFileError(f"{path}: not a readable trace file ({exc})") from None
+    header = _header(path, data)
+    missing = [name for name in _ARRAY_FIELDS if name not in data]
+    if missing:
+        raise TraceFileError(f"{path}: missing array {missing[0]!r}")
+    for name in _ARRAY_FIELDS:
+        if data[name].dtype.kind not in "iuf":
+            raise TraceFileError(f"{path}: array {name!r} has dtype {data[name].dtype}, expected numbers")
+    trace = Trace(header["info"], **{name: data[name] for name in _ARRAY_FIELDS})
+    if trace.content_hash() != header["hash"]:
+        raise TraceFileError(f"{path}: content hash mismatch (file corrupted or edited)")
+    return trace, header.get("defaults", {})
+
+
+def _header(path: Path, data: dict[str, np.ndarray]) -> dict[str, Any]:
+    if HEADER not in data:
+        raise TraceFileError(f"{path}: no header; not a driftbench trace file")
+    try:
+        header = json.loads(data[HEADER].tobytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise TraceFileError(f"{path}: header is not valid JSON") from None
+    if not isinstance(header, dict) or not {"format", "info", "hash"} <= set(header):
+        raise TraceFileError(f"{path}: header lacks format, info or hash")
+    if header["format"] != FORMAT_VERSION:
+        raise TraceFileError(
+            f"{path}: trace format {header['format']!r}; this driftbench reads format {FORMAT_VERSION}"
+        )
+    return header

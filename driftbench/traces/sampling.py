@@ -1,0 +1,33 @@
+"""Sampling helpers shared by trace generators."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def split_pool(rng: np.random.Generator, n: int, test_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Shuffle ``range(n)`` and split it into disjoint train and test index arrays."""
+    order = rng.permutation(n)
+    n_test = int(round(n * test_fraction))
+    return np.sort(order[n_test:]), np.sort(order[:n_test])
+
+
+def draw(rng: np.random.Generator, candidates: np.ndarray, n: int) -> np.ndarray:
+    """``n`` of ``candidates``, without replacement when there are enough, with replacement otherwise."""
+    return rng.choice(candidates, size=n, replace=n > len(candidates))
+
+
+def by_label(ids: np.ndarray, labels: np.ndarray, num_classes: int) -> list[np.ndarray]:
+    """``ids`` grouped by their label."""
+    return [ids[labels[ids] == c] for c in range(num_classes)]
+
+
+def draw_by_distribution(
+    rng: np.random.Generator, ids_by_label: list[np.ndarray], distribution: np.ndarray, n: int
+) -> np.ndarray:
+    """``n`` ids whose label counts follow a multinomial draw from ``distribution``, shuffled."""
+    available = np.array([len(ids) > 0 for ids in ids_by_label])
+    p = np.where(available, distribution, 0.0)
+    counts = rng.multinomial(n, p / p.sum())
+    picked = [draw(rng, ids_by_label[c], k) for c, k in enumerate(counts) if k]
+    return rng.permutation(np.concatenate(picked))

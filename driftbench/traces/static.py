@@ -1,0 +1,62 @@
+"""``static``: no drift; clients in latent groups with group-specific label skew (FIELDING Fig. 9)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from driftbench.config import require
+from driftbench.data.pool import Pool
+from driftbench.traces.generators import Generator, register
+from driftbench.traces.model import TraceBuilder
+from driftbench.traces.sampling import by_label, draw_by_distribution, split_pool
+
+
+@dataclass(frozen=True)
+class StaticParams:
+    """Parameters of the static trace."""
+
+    clients: int = 50
+    rounds: int = 60
+    groups: int = 4
+    alpha: float = 0.3
+    train_samples: int = 60
+    test_samples: int = 30
+    test_fraction: float = 0.2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        require(self.clients >= 2, f"static: clients must be >= 2, got {self.clients}")
+        require(self.rounds >= 1, f"static: rounds must be >= 1, got {self.rounds}")
+        require(1 <= self.groups <= self.clients, f"static: groups must be in 1..clients, got {self.groups}")
+        require(self.alpha > 0, f"static: alpha must be > 0, got {self.alpha}")
+        require(self.train_samples >= 1 and self.test_samples >= 1, "static: train_samples and test_samples must be >= 1")
+        require(0 < self.test_fraction < 1, f"static: test_fraction must be in (0, 1), got {self.test_fraction}")
+
+
+def group_distributions(rng: np.random.Generator, groups: int, num_classes: int, alpha: float) -> np.ndarray:
+    """One Dirichlet(alpha) label distribution per group."""
+    return rng.dirichlet(np.full(num_classes, alpha), size=groups)
+
+
+def make(params: StaticParams, pool: Pool) -> TraceBuilder:
+    """Every client draws all its data at round 0 from its group's label distribution."""
+    rng = np.random.default_rng([params.seed, 0x5747])
+    train_ids, test_ids = split_pool(rng, len(pool), params.test_fraction)
+    train_by_label = by_label(train_ids, pool.y, pool.num_classes)
+    test_by_label = by_label(test_ids, pool.y, pool.num_classes)
+    dists = group_distributions(rng, params.groups, pool.num_classes, params.alpha)
+    group_of = rng.permutation(np.arange(params.clients) % params.groups)
+    builder = TraceBuilder(params.clients, params.rounds, pool.num_classes)
+    for client, group in enumerate(group_of):
+        builder.samples(
+            client,
+            draw_by_distribution(rng, train_by_label, dists[group], params.train_samples),
+            draw_by_distribution(rng, test_by_label, dists[group], params.test_samples),
+        )
+        builder.segment(client, 0, group=int(group))
+    return builder
+
+
+register(Generator("static", "no drift: clients in latent groups with group-specific label skew", StaticParams, make))

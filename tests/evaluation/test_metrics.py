@@ -1,0 +1,256 @@
+import math
+
+import numpy as np
+import pytest
+
+from driftbench.evaluation.metrics import (
+    Recovery,
+    TimeToAccuracy,
+    adjusted_rand,
+    final_accuracy,
+    final_window,
+    l1_shift,
+    label_distribution,
+    mean_client_distance,
+    recovery,
+    speedup,
+    time_to_accuracy,
+    trailing_mean,
+)
+
+ROUNDS = np.array([1, 2, 3, 4, 5])
+SECONDS = np.array([10.0, 20.0, 30.0, 40.0, 50.0])
+
+
+def test_final_accuracy_single_evaluation():
+    assert final_accuracy(np.array([0.7])) == pytest.approx(0.7)
+
+
+def test_final_accuracy_ten_evaluations_uses_last_one():
+    assert final_accuracy(np.array([0.0] * 9 + [0.9])) == pytest.approx(0.9)
+
+
+def test_final_accuracy_rounds_count_up():
+    # n = 11 -> ceil(1.1) = 2 evaluations: (0.6 + 0.8) / 2.
+    assert final_accuracy(np.array([0.0] * 9 + [0.6, 0.8])) == pytest.approx(0.7)
+
+
+def test_final_accuracy_thirty_evaluations_uses_exactly_three():
+    # n = 30 -> 3 evaluations: (0.3 + 0.6 + 0.9) / 3 = 0.6; four would give 0.7.
+    accuracy = np.array([0.0] * 26 + [1.0, 0.3, 0.6, 0.9])
+    assert final_accuracy(accuracy) == pytest.approx(0.6)
+
+
+def test_final_accuracy_empty_raises():
+    with pytest.raises(ValueError):
+        final_accuracy(np.array([]))
+
+
+def test_time_to_accuracy_first_reach_counts_equal_to_target():
+    accuracy = np.array([0.1, 0.5, 0.8, 0.85, 0.9])
+    assert time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.8) == TimeToAccuracy(0.8, 3, 30.0)
+
+
+def test_time_to_accuracy_ignores_reach_followed_by_dip():
+    # Reached at round 2, dips at round 3, stays above from round 4.
+    accuracy = np.array([0.1, 0.85, 0.7, 0.82, 0.9])
+    assert time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.8) == TimeToAccuracy(0.8, 4, 40.0)
+
+
+def test_time_to_accuracy_above_from_start():
+    accuracy = np.array([0.9, 0.9, 0.9, 0.9, 0.9])
+    assert time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.8) == TimeToAccuracy(0.8, 1, 10.0)
+
+
+def test_time_to_accuracy_never_reached():
+    accuracy = np.array([0.1, 0.5, 0.8, 0.85, 0.9])
+    assert time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.95) is None
+
+
+def test_time_to_accuracy_last_evaluation_below_target():
+    accuracy = np.array([0.9, 0.9, 0.9, 0.9, 0.7])
+    assert time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.8) is None
+
+
+def test_time_to_accuracy_empty():
+    empty = np.array([])
+    assert time_to_accuracy(empty, empty, empty, 0.5) is None
+
+
+def test_speedup_ratio_of_seconds():
+    reference = TimeToAccuracy(0.8, 10, 100.0)
+    method = TimeToAccuracy(0.8, 4, 40.0)
+    assert speedup(reference, method) == pytest.approx(2.5)
+
+
+def test_speedup_none_when_either_missing():
+    tta = TimeToAccuracy(0.8, 4, 40.0)
+    assert speedup(None, tta) is None
+    assert speedup(tta, None) is None
+
+
+def test_speedup_method_at_zero_seconds():
+    zero = TimeToAccuracy(0.8, 0, 0.0)
+    assert speedup(TimeToAccuracy(0.8, 4, 40.0), zero) == math.inf
+    assert speedup(zero, zero) == 1.0
+
+
+def test_recovery_two_events_last_runs_to_end():
+    rounds = np.arange(1, 11)
+    accuracy = np.array([0.5, 0.6, 0.7, 0.8, 0.4, 0.695, 0.79, 0.9, 0.3, 0.5])
+    first, second = recovery(rounds, accuracy, np.array([5, 9]), final=0.5)
+    # Event 5: pre = (0.6 + 0.7 + 0.8) / 3 = 0.7; interval rounds 5..8; trough 0.4;
+    # round 6 has 0.695 >= 0.7 - 0.01, so 1 round; delta = 0.2 / 0.7 * 1000.
+    assert first.round == 5
+    assert first.pre == pytest.approx(0.7)
+    assert first.trough == pytest.approx(0.4)
+    assert first.drop == pytest.approx(0.3)
+    assert first.rounds_to_recover == 1
+    assert first.delta_permille == pytest.approx(2000 / 7)
+    # Event 9: pre = (0.695 + 0.79 + 0.9) / 3 = 0.795; interval rounds 9..10; trough 0.3;
+    # neither 0.3 nor 0.5 reaches 0.785; delta = 0.295 / 0.795 * 1000.
+    assert second.round == 9
+    assert second.pre == pytest.approx(0.795)
+    assert second.trough == pytest.approx(0.3)
+    assert second.drop == pytest.approx(0.495)
+    assert second.rounds_to_recover is None
+    assert second.delta_permille == pytest.approx(295000 / 795)
+
+
+def test_recovery_event_without_prior_evaluation():
+    rounds = np.array([1, 2, 3])
+    accuracy = np.array([0.2, 0.1, 0.4])
+    assert recovery(rounds, accuracy, np.array([1]), final=0.4) == [
+        Recovery(round=1, pre=None, trough=0.1, drop=None, rounds_to_recover=None,
+                 delta_permille=None)
+    ]
+
+
+def test_recovery_event_interval_without_evaluation():
+    # Event 5's interval [5, 6) holds no evaluation; pre = (0.2 + 0.4 + 0.6) / 3 = 0.4.
+    rounds = np.array([1, 2, 3, 10])
+    accuracy = np.array([0.2, 0.4, 0.6, 0.9])
+    first, _ = recovery(rounds, accuracy, np.array([5, 6]), final=0.3)
+    assert first.pre == pytest.approx(0.4)
+    assert (first.trough, first.drop, first.rounds_to_recover) == (None, None, None)
+    assert first.delta_permille == pytest.approx(250.0)  # 0.1 / 0.4 * 1000
+
+
+def test_recovery_zero_pre_gives_no_delta_and_immediate_recovery():
+    # One prior evaluation: pre = 0.0; round 2 has 0.0 >= -0.01, so 0 rounds.
+    rounds = np.array([1, 2])
+    accuracy = np.array([0.0, 0.0])
+    assert recovery(rounds, accuracy, np.array([2]), final=0.0) == [
+        Recovery(round=2, pre=0.0, trough=0.0, drop=0.0, rounds_to_recover=0,
+                 delta_permille=None)
+    ]
+
+
+def test_recovery_duplicate_events_get_identical_entries():
+    rounds = np.array([1, 2, 3])
+    accuracy = np.array([0.8, 0.5, 0.9])
+    first, second = recovery(rounds, accuracy, np.array([2, 2]), final=0.9)
+    assert first == second
+    assert first.trough == pytest.approx(0.5)  # interval runs to the end, not [2, 2)
+    assert first.rounds_to_recover == 1
+
+
+def test_recovery_no_events():
+    assert recovery(np.array([1]), np.array([0.5]), np.array([], dtype=int), final=0.5) == []
+
+
+def test_recovery_unsorted_events_raise():
+    with pytest.raises(ValueError):
+        recovery(np.array([1, 2]), np.array([0.5, 0.6]), np.array([2, 1]), final=0.6)
+
+
+def test_adjusted_rand_relabelled_partition_is_one():
+    assert adjusted_rand(np.array([0, 0, 1, 1]), np.array([5, 5, 3, 3])) == 1.0
+
+
+def test_adjusted_rand_leaves_out_clients_without_truth():
+    truth = np.array([0, 0, 1, 1, -1, -1])
+    assignment = np.array([0, 0, 1, 1, 0, 1])
+    assert adjusted_rand(truth, assignment) == 1.0
+
+
+def test_adjusted_rand_hand_computed():
+    # Contingency [[2, 1], [0, 3]]: index = 1 + 3 = 4; row pairs 3 + 3 = 6;
+    # column pairs 1 + 6 = 7; expected = 6 * 7 / C(6, 2) = 2.8; max = 6.5;
+    # ARI = (4 - 2.8) / (6.5 - 2.8) = 12 / 37.
+    truth = np.array([0, 0, 0, 1, 1, 1])
+    assignment = np.array([0, 0, 1, 1, 1, 1])
+    assert adjusted_rand(truth, assignment) == pytest.approx(12 / 37)
+
+
+def test_adjusted_rand_without_truth_raises():
+    with pytest.raises(ValueError):
+        adjusted_rand(np.array([-1, -1]), np.array([0, 1]))
+
+
+def test_mean_client_distance_averages_over_clients_and_skips_singletons():
+    distributions = np.array(
+        [
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.5, 0.5, 0.0],
+            [0.0, 0.0, 1.0],
+            [0.0, 0.5, 0.5],
+            [0.0, 0.5, 0.5],
+        ]
+    )
+    # Cluster 0: pair distances 2 (0-1), 1 (0-2), 1 (1-2) -> per client 1.5, 1.5, 1.0.
+    # Cluster 9 is the singleton client 3, left out. Cluster 4: identical rows -> 0, 0.
+    # Mean over five clients: 4 / 5.
+    assignment = np.array([0, 0, 0, 9, 4, 4])
+    assert mean_client_distance(distributions, assignment) == pytest.approx(0.8)
+
+
+def test_mean_client_distance_all_singletons_is_zero():
+    distributions = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert mean_client_distance(distributions, np.array([0, 1])) == 0.0
+
+
+def test_label_distribution_histogram():
+    distribution = label_distribution(np.array([0, 2, 2, 1]), 4)
+    np.testing.assert_allclose(distribution, [0.25, 0.25, 0.5, 0.0])
+
+
+def test_label_distribution_empty_is_zeros():
+    np.testing.assert_array_equal(label_distribution(np.array([], dtype=int), 3), [0.0, 0.0, 0.0])
+
+
+def test_label_distribution_out_of_range_raises():
+    with pytest.raises(ValueError):
+        label_distribution(np.array([0, 3]), 3)
+
+
+def test_l1_shift():
+    before = np.array([0.25, 0.25, 0.5, 0.0])
+    after = np.array([0.5, 0.0, 0.25, 0.25])
+    assert l1_shift(before, after) == pytest.approx(1.0)
+    assert l1_shift(before, before) == 0.0
+
+
+def test_trailing_mean_uses_up_to_window_values():
+    assert trailing_mean(np.array([1.0, 2.0, 4.0, 8.0]), 2).tolist() == [1.0, 1.5, 3.0, 6.0]
+
+
+def test_time_to_accuracy_window_smooths_a_dip():
+    # Trailing 2-means: 0.1, 0.475, 0.775, 0.76, 0.86 -> stays >= 0.75 from round 3 on;
+    # unsmoothed, the 0.7 at round 4 would push it to round 5.
+    accuracy = np.array([0.1, 0.85, 0.7, 0.82, 0.9])
+    rounds = np.array([1, 2, 3, 4, 5])
+    seconds = rounds * 10.0
+    assert time_to_accuracy(rounds, seconds, accuracy, 0.75, window=2) == TimeToAccuracy(0.75, 3, 30.0)
+    assert time_to_accuracy(rounds, seconds, accuracy, 0.75) == TimeToAccuracy(0.75, 4, 40.0)
+
+
+def test_reference_reaches_its_own_final_accuracy_with_the_final_window():
+    accuracy = np.array([0.2, 0.6, 0.7, 0.65, 0.72, 0.61, 0.69, 0.7, 0.66, 0.71, 0.64, 0.69])
+    rounds = np.arange(12)
+    window = final_window(len(accuracy))
+    assert window == 2
+    # final = mean(0.64, 0.69) = 0.665; trailing 2-means from index 6: 0.65, 0.695, 0.68, 0.685, 0.675, 0.665.
+    tta = time_to_accuracy(rounds, rounds * 1.0, accuracy, final_accuracy(accuracy), window)
+    assert tta is not None and tta.rounds == 7

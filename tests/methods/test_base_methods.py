@@ -1,0 +1,85 @@
+"""Aggregation, participant sampling, static clustering and the oracle on hand-made inputs."""
+
+import numpy as np
+import pytest
+import torch
+
+from driftbench.engine.train_config import TrainConfig
+from driftbench.errors import ConfigError, RunError
+from driftbench.methods.base import ClientQueries, Overhead, RunContext, cluster_average, sample_participants
+from driftbench.methods.catalog import load_method
+from driftbench.methods.clustering import kmeans_by_silhouette
+
+
+def ctx(n=6, participants=3):
+    return RunContext(n, 3, {"w": torch.zeros(2, dtype=torch.float64)}, TrainConfig(participants=participants), seed=0)
+
+
+def queries(hist=None, truth=None, overhead=None):
+    return ClientQueries(np.arange(0), lambda c: hist[c], (lambda: truth) if truth is not None else None, overhead or Overhead())
+
+
+def test_cluster_average_weights_by_samples_and_keeps_untouched_models():
+    bank = {"w": torch.tensor([[0.0, 0.0], [5.0, 5.0], [9.0, 9.0]], dtype=torch.float64)}
+    trained = {"w": torch.tensor([[1.0, 2.0], [4.0, 8.0], [3.0, 3.0]], dtype=torch.float64)}
+    out = cluster_average(bank, trained, np.array([0, 0, 2]), np.array([1, 3, 2]))
+    # model 0: (1*[1,2] + 3*[4,8]) / 4 = [3.25, 6.5]; model 1 had no participant; model 2: [3, 3]
+    assert out["w"].tolist() == [[3.25, 6.5], [5.0, 5.0], [3.0, 3.0]]
+
+
+def test_sample_participants_is_distinct_sorted_and_capped():
+    rng = np.random.default_rng(0)
+    picked = sample_participants(rng, 10, 4)
+    assert len(set(picked.tolist())) == 4 and picked.tolist() == sorted(picked.tolist())
+    assert sample_participants(rng, 3, 10).tolist() == [0, 1, 2]
+
+
+def test_kmeans_by_silhouette_finds_planted_groups():
+    rng = np.random.default_rng(0)
+    centers = np.eye(4)[:3]
+    points = np.repeat(centers, 10, axis=0) + rng.normal(0, 0.01, (30, 4))
+    labels = kmeans_by_silhouette(points, 2, 10, seed=0)
+    assert len(set(labels.tolist())) == 3
+    assert all(len(set(labels[i * 10:(i + 1) * 10].tolist())) == 1 for i in range(3))
+    assert set(kmeans_by_silhouette(np.ones((5, 3)), 2, 10, seed=0).tolist()) == {0}
+
+
+def test_static_clusters_label_histograms_once_and_counts_their_upload():
+    hist = np.array([[9, 1, 0], [8, 2, 0], [9, 0, 1], [0, 1, 9], [1, 0, 9], [0, 2, 8]], dtype=float)
+    method = load_method("static").create()
+    method.setup(ctx())
+    overhead = Overhead()
+    plan = method.plan(0, queries(hist, overhead=overhead), np.random.default_rng(0))
+    assert method.assignment[:3].tolist() == [method.assignment[0]] * 3
+    assert method.assignment[3:].tolist() == [method.assignment[3]] * 3 != method.assignment[:3].tolist()
+    assert method.num_models == 2 and overhead.upload_bytes == 6 * 3 * 4
+    assert np.array_equal(plan.start_models, method.assignment[plan.participants])
+    before = method.assignment.copy()
+    method.plan(1, queries(hist[::-1].copy()), np.random.default_rng(1))
+    assert np.array_equal(method.assignment, before)  # never re-clusters
+
+
+def test_oracle_follows_truth_and_grows_its_bank():
+    method = load_method("oracle").create()
+    method.setup(ctx())
+    method.plan(0, queries(truth=np.array([0, 0, 0, 1, 1, 1])), np.random.default_rng(0))
+    assert method.num_models == 2
+    method.plan(1, queries(truth=np.array([0, 3, 0, 1, 1, 1])), np.random.default_rng(0))
+    assert method.num_models == 4 and method.assignment.tolist() == [0, 3, 0, 1, 1, 1]
+
+
+def test_only_the_oracle_may_read_ground_truth():
+    with pytest.raises(RunError, match="only an oracle"):
+        queries().ground_truth()
+
+
+def test_fedprox_is_fedavg_with_mu_and_overrides_are_checked():
+    method = load_method("fedprox").create()
+    method.setup(ctx())
+    plan = method.plan(0, queries(), np.random.default_rng(0))
+    assert plan.mu == 0.01 and len(plan.participants) == 3 and plan.start_models.tolist() == [0, 0, 0]
+    assert load_method("fedavg", {"mu": "0.5"}).params.mu == 0.5
+    with pytest.raises(ConfigError, match="mu must be >= 0"):
+        load_method("fedavg", {"mu": "-1"})
+    with pytest.raises(ConfigError, match="unknown key 'tau'; allowed: mu"):
+        load_method("fedavg", {"tau": "1"})
