@@ -21,7 +21,12 @@ COLOUR_CAST = 0.1  # std of a per-sample, per-channel brightness offset
 
 @dataclass(frozen=True)
 class SyntheticParams:
-    """Size, seed and difficulty (``noise``, ``shift``, ``nuisance``) of the synthetic pool."""
+    """Size, seed and difficulty of the synthetic pool.
+
+    ``noise``: std of per-pixel Gaussian noise in grey levels (0..1); ``shift``: largest
+    translation as a fraction of ``size``; ``nuisance``: strength of the class-independent
+    smooth texture relative to the class pattern.
+    """
 
     classes: int = 10
     size: int = 32

@@ -127,15 +127,16 @@ def _linear_accuracy(x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.n
     flat = x.reshape(len(x), -1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = LogisticRegression(max_iter=200).fit(flat[train], y[train])
+        model = LogisticRegression(max_iter=300).fit(flat[train], y[train])
     return float(model.score(flat[test], y[test]))
 
 
 def test_cnn_learns_well_but_not_perfectly_and_beats_linear() -> None:
-    pool = load_pool("synthetic", {"samples_per_class": 150})
+    # Measured at these defaults and seeds: LeNet-5 0.863, logistic regression 0.438.
+    pool = load_pool("synthetic")
     x = pool.x.astype(np.float32) / 255.0
     train, test = _split(pool, 0.7)
-    cnn = _cnn_accuracy(x, pool.y, train, test, epochs=10)
+    cnn = _cnn_accuracy(x, pool.y, train, test, epochs=15)
     linear = _linear_accuracy(x, pool.y, train, test)
-    assert 0.7 <= cnn < 1.0
-    assert linear <= cnn - 0.1
+    assert 0.75 <= cnn < 0.98
+    assert linear <= cnn - 0.2
