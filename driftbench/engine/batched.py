@@ -45,7 +45,18 @@ class BatchedTrainer:
     def __init__(self, model: nn.Module, data: DevicePool, chunk_size: int | None = None) -> None:
         self.model, self.data = model, data
         self.chunk_size = chunk_size
-        self._grads = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0, 0, None), chunk_size=chunk_size)
+        self._grad = grad(self._loss, has_aux=True)
+        self._vmapped = vmap(self._grad, in_dims=(0, 0, 0, 0, None), chunk_size=chunk_size)
+
+    def _grads(self, params: Params, anchor: Params, x: torch.Tensor, y: torch.Tensor, mu: float) -> tuple[Params, torch.Tensor]:
+        """Per-client gradients and losses; one client at a time skips vmap, whose per-chunk overhead then buys nothing."""
+        if self.chunk_size != 1:
+            return self._vmapped(params, anchor, x, y, mu)
+        per_client = [
+            self._grad({n: p[k] for n, p in params.items()}, {n: a[k] for n, a in anchor.items()}, x[k], y[k], mu)
+            for k in range(len(x))
+        ]
+        return stack([g for g, _ in per_client]), torch.stack([loss for _, loss in per_client])
 
     def _loss(self, params: Params, anchor: Params, x: torch.Tensor, y: torch.Tensor, mu: float) -> tuple[torch.Tensor, torch.Tensor]:
         loss = F.cross_entropy(functional_call(self.model, params, (x,)), y)
