@@ -24,6 +24,15 @@ def lookup(registry: Mapping[str, Any], name: str, kind: str) -> Any:
     raise UnknownNameError(f"unknown {kind} {name!r}{hint}; valid: {', '.join(sorted(registry))}")
 
 
+def catalog_files(directory: Path, kind: str) -> dict[str, Path]:
+    """Names and paths of the ``*.toml`` files of a top-level catalog folder (``traces/``, ``methods/``)."""
+    if not directory.is_dir():
+        raise ConfigError(
+            f"{kind} catalog {directory} not found; install driftbench from its repository checkout (pip install -e .)"
+        )
+    return {path.stem: path for path in sorted(directory.glob("*.toml"))}
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; a syntax error names the file and line."""
     try:
@@ -95,15 +104,21 @@ def build(cls: type[P], values: Mapping[str, Any], where: str, base: P | None = 
     live in the dataclass's ``__post_init__`` and raise ``ConfigError`` themselves.
     """
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(fields)) or '(none)'}"
-        )
+    check_keys(values, fields, where)
     kwargs = dataclasses.asdict(base) if base is not None else {}
     for name, raw in values.items():
         kwargs[name] = _coerce(raw, _field_type(cls, fields[name]), f"{where}: {name}")
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def check_keys(keys: Any, allowed: Any, where: str) -> None:
+    """Raise ``ConfigError`` naming the first of ``keys`` that is not in ``allowed``."""
+    unknown = sorted(set(keys) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed)) or '(none)'}")
 
 
 def require(condition: bool, message: str) -> None:

@@ -38,17 +38,17 @@ class SyntheticParams:
     nuisance: float = 1.0
 
     def __post_init__(self) -> None:
-        require(self.classes >= 2, f"synthetic: classes must be >= 2, got {self.classes}")
-        require(8 <= self.size <= 256, f"synthetic: size must be in 8..256, got {self.size}")
-        require(1 <= self.channels <= 4, f"synthetic: channels must be in 1..4, got {self.channels}")
+        require(self.classes >= 2, f"classes must be >= 2, got {self.classes}")
+        require(8 <= self.size <= 256, f"size must be in 8..256, got {self.size}")
+        require(1 <= self.channels <= 4, f"channels must be in 1..4, got {self.channels}")
         require(
             self.samples_per_class >= 1,
-            f"synthetic: samples_per_class must be >= 1, got {self.samples_per_class}",
+            f"samples_per_class must be >= 1, got {self.samples_per_class}",
         )
-        require(0.0 <= self.noise <= 1.0, f"synthetic: noise must be in [0, 1], got {self.noise}")
-        require(self.seed >= 0, f"synthetic: seed must be >= 0, got {self.seed}")
-        require(0.0 <= self.shift <= 0.5, f"synthetic: shift must be in [0, 0.5], got {self.shift}")
-        require(0.0 <= self.nuisance <= 4.0, f"synthetic: nuisance must be in [0, 4], got {self.nuisance}")
+        require(0.0 <= self.noise <= 1.0, f"noise must be in [0, 1], got {self.noise}")
+        require(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
+        require(0.0 <= self.shift <= 0.5, f"shift must be in [0, 0.5], got {self.shift}")
+        require(0.0 <= self.nuisance <= 4.0, f"nuisance must be in [0, 4], got {self.nuisance}")
 
 
 def _margin(params: SyntheticParams) -> int:

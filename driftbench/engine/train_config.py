@@ -24,11 +24,11 @@ class TrainConfig:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
-        require(self.lr > 0, f"train: lr must be > 0, got {self.lr}")
-        require(0 <= self.momentum < 1, f"train: momentum must be in [0, 1), got {self.momentum}")
-        require(self.weight_decay >= 0, f"train: weight_decay must be >= 0, got {self.weight_decay}")
-        require(self.batch_size >= 1, f"train: batch_size must be >= 1, got {self.batch_size}")
-        require(self.local_steps >= 1, f"train: local_steps must be >= 1, got {self.local_steps}")
-        require(self.participants >= 1, f"train: participants must be >= 1, got {self.participants}")
-        require(self.eval_every >= 1, f"train: eval_every must be >= 1, got {self.eval_every}")
-        require(self.dtype in DTYPES, f"train: dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        require(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        require(0 <= self.momentum < 1, f"momentum must be in [0, 1), got {self.momentum}")
+        require(self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}")
+        require(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
+        require(self.local_steps >= 1, f"local_steps must be >= 1, got {self.local_steps}")
+        require(self.participants >= 1, f"participants must be >= 1, got {self.participants}")
+        require(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
+        require(self.dtype in DTYPES, f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")

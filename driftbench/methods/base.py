@@ -16,6 +16,7 @@ import torch
 
 from driftbench.engine.batched import Params
 from driftbench.engine.train_config import TrainConfig
+from driftbench.config import require
 from driftbench.errors import RunError
 
 FLOAT_BYTES = 4  # traffic is counted as float32, whatever the compute dtype
@@ -35,6 +36,16 @@ class RunContext:
     def model_bytes(self) -> int:
         """Bytes of one model on the wire."""
         return FLOAT_BYTES * sum(p.numel() for p in self.init_params.values())
+
+
+@dataclass(frozen=True)
+class ProxParams:
+    """Parameters of a method whose only knob is FedProx's ``mu`` (0 = plain FedAvg local training)."""
+
+    mu: float = 0.0
+
+    def __post_init__(self) -> None:
+        require(self.mu >= 0, f"mu must be >= 0, got {self.mu}")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, lookup, read_toml, require
+from driftbench.config import as_plain, build, catalog_files, check_keys, lookup, read_toml
 from driftbench.methods.base import Method
 from driftbench.methods.fedavg import FedAvg
 from driftbench.methods.oracle import Oracle
@@ -38,15 +38,14 @@ class MethodSpec:
 
 def catalog() -> dict[str, Path]:
     """Method names and their TOML files."""
-    return {path.stem: path for path in sorted(CATALOG_DIR.glob("*.toml"))}
+    return catalog_files(CATALOG_DIR, "method")
 
 
 def load_method(name: str, sets: dict[str, str] | None = None) -> MethodSpec:
     """Parse the named method's TOML and apply ``--set method.KEY=VALUE`` overrides."""
     path = lookup(catalog(), name, "method")
     raw = read_toml(path)
-    unknown = sorted(set(raw) - SPEC_KEYS)
-    require(not unknown, f"{path}: unknown key {unknown[0] if unknown else ''!r}; allowed: {', '.join(sorted(SPEC_KEYS))}")
+    check_keys(raw, SPEC_KEYS, str(path))
     cls = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}")
     params = build(cls.Params, raw.get("params", {}), f"{path} [params]")
     if sets:

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
-from driftbench.config import require
 from driftbench.errors import RunError
-from driftbench.methods.base import ClientQueries, Method, Plan, replicate, sample_participants
-
-
-@dataclass(frozen=True)
-class OracleParams:
-    """``mu`` is the FedProx term."""
-
-    mu: float = 0.0
-
-    def __post_init__(self) -> None:
-        require(self.mu >= 0, f"oracle: mu must be >= 0, got {self.mu}")
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate, sample_participants
 
 
 class Oracle(Method):
@@ -27,7 +14,7 @@ class Oracle(Method):
 
     name = "oracle"
     description = "cluster = ground-truth group every round (upper bound, reads the trace's truth)"
-    Params = OracleParams
+    Params = ProxParams
     oracle = True
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:

@@ -7,21 +7,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from driftbench.config import require
-from driftbench.methods.base import ClientQueries, Method, Plan, replicate, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate, sample_participants
 from driftbench.methods.clustering import kmeans_by_silhouette
 
 
 @dataclass(frozen=True)
-class StaticParams:
+class StaticParams(ProxParams):
     """K is searched in ``k_min..k_max`` by silhouette; ``mu`` is the FedProx term."""
 
     k_min: int = 2
     k_max: int = 10
-    mu: float = 0.0
 
     def __post_init__(self) -> None:
-        require(2 <= self.k_min <= self.k_max, f"static: need 2 <= k_min <= k_max, got {self.k_min}..{self.k_max}")
-        require(self.mu >= 0, f"static: mu must be >= 0, got {self.mu}")
+        super().__post_init__()
+        require(2 <= self.k_min <= self.k_max, f"need 2 <= k_min <= k_max, got {self.k_min}..{self.k_max}")
 
 
 class StaticClustering(Method):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, lookup, read_toml, require
+from driftbench.config import as_plain, build, catalog_files, check_keys, lookup, read_toml, require
 from driftbench.data.sources import SOURCES, load_pool, source_params
 from driftbench.engine.train_config import TrainConfig
 from driftbench.data.pool import Pool
@@ -40,15 +40,14 @@ class TraceSpec:
 
 def catalog() -> dict[str, Path]:
     """Trace names and their TOML files."""
-    return {path.stem: path for path in sorted(CATALOG_DIR.glob("*.toml"))}
+    return catalog_files(CATALOG_DIR, "trace")
 
 
 def load_spec(name: str) -> TraceSpec:
     """Parse and validate the TOML of the named trace."""
     path = lookup(catalog(), name, "trace")
     raw = read_toml(path)
-    unknown = sorted(set(raw) - SPEC_KEYS)
-    require(not unknown, f"{path}: unknown key {unknown[0] if unknown else ''!r}; allowed: {', '.join(sorted(SPEC_KEYS))}")
+    check_keys(raw, SPEC_KEYS, str(path))
     generator = lookup(GENERATORS, raw.get("generator", ""), f"generator in {path}")
     source = dict(raw.get("source", {}))
     source_name = source.pop("name", "")
@@ -95,8 +94,8 @@ def apply_sets(spec: TraceSpec, sets: dict[str, str]) -> TraceSpec:
     base = spec.source_params if source_name == spec.source else None
     return replace(
         spec,
-        params=build(type(spec.params), params, "--set", base=spec.params),
-        train=build(TrainConfig, train, "--set", base=spec.train),
+        params=build(type(spec.params), params, f"--set ({spec.name})", base=spec.params),
+        train=build(TrainConfig, train, "--set train", base=spec.train),
         source=source_name,
         source_params=build(SOURCES[source_name].params, source, f"--set source ({source_name})", base=base),
     )
@@ -161,6 +160,6 @@ def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
     return ResolvedTrace(
         trace,
         pool_of(trace, name),
-        build(TrainConfig, train_sets, "--set", base=train),
+        build(TrainConfig, train_sets, "--set train", base=train),
         tuple(defaults.get("methods", ["fedavg"])),
     )

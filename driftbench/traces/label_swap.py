@@ -30,18 +30,18 @@ class LabelSwapParams:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        require(self.clients >= 2, f"label-swap: clients must be >= 2, got {self.clients}")
-        require(self.rounds >= 1, f"label-swap: rounds must be >= 1, got {self.rounds}")
-        require(self.concepts >= 2, f"label-swap: concepts must be >= 2, got {self.concepts}")
+        require(self.clients >= 2, f"clients must be >= 2, got {self.clients}")
+        require(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
+        require(self.concepts >= 2, f"concepts must be >= 2, got {self.concepts}")
         require(
             1 <= self.initial_concepts <= self.concepts,
-            f"label-swap: initial_concepts must be in 1..concepts ({self.concepts}), got {self.initial_concepts}",
+            f"initial_concepts must be in 1..concepts ({self.concepts}), got {self.initial_concepts}",
         )
-        require(self.drift_every >= 1, f"label-swap: drift_every must be >= 1, got {self.drift_every}")
-        require(0 <= self.fraction <= 1, f"label-swap: fraction must be in [0, 1], got {self.fraction}")
-        require(self.ramp_rounds >= 1, f"label-swap: ramp_rounds must be >= 1, got {self.ramp_rounds}")
-        require(self.train_samples >= 1 and self.test_samples >= 1, "label-swap: train_samples and test_samples must be >= 1")
-        require(0 < self.test_fraction < 1, f"label-swap: test_fraction must be in (0, 1), got {self.test_fraction}")
+        require(self.drift_every >= 1, f"drift_every must be >= 1, got {self.drift_every}")
+        require(0 <= self.fraction <= 1, f"fraction must be in [0, 1], got {self.fraction}")
+        require(self.ramp_rounds >= 1, f"ramp_rounds must be >= 1, got {self.ramp_rounds}")
+        require(self.train_samples >= 1 and self.test_samples >= 1, "train_samples and test_samples must be >= 1")
+        require(0 < self.test_fraction < 1, f"test_fraction must be in (0, 1), got {self.test_fraction}")
 
 
 def concept_permutation(k: int, num_classes: int) -> np.ndarray:

@@ -27,12 +27,12 @@ class StaticParams:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        require(self.clients >= 2, f"static: clients must be >= 2, got {self.clients}")
-        require(self.rounds >= 1, f"static: rounds must be >= 1, got {self.rounds}")
-        require(1 <= self.groups <= self.clients, f"static: groups must be in 1..clients, got {self.groups}")
-        require(self.alpha > 0, f"static: alpha must be > 0, got {self.alpha}")
-        require(self.train_samples >= 1 and self.test_samples >= 1, "static: train_samples and test_samples must be >= 1")
-        require(0 < self.test_fraction < 1, f"static: test_fraction must be in (0, 1), got {self.test_fraction}")
+        require(self.clients >= 2, f"clients must be >= 2, got {self.clients}")
+        require(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
+        require(1 <= self.groups <= self.clients, f"groups must be in 1..clients, got {self.groups}")
+        require(self.alpha > 0, f"alpha must be > 0, got {self.alpha}")
+        require(self.train_samples >= 1 and self.test_samples >= 1, "train_samples and test_samples must be >= 1")
+        require(0 < self.test_fraction < 1, f"test_fraction must be in (0, 1), got {self.test_fraction}")
 
 
 def group_distributions(rng: np.random.Generator, groups: int, num_classes: int, alpha: float) -> np.ndarray:

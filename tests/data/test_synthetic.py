@@ -68,14 +68,14 @@ def test_samples_within_a_class_differ() -> None:
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"classes": 1}, "synthetic: classes must be >= 2, got 1"),
-        ({"size": 4}, "synthetic: size must be in 8..256, got 4"),
-        ({"channels": 0}, "synthetic: channels must be in 1..4, got 0"),
-        ({"samples_per_class": 0}, "synthetic: samples_per_class must be >= 1, got 0"),
-        ({"noise": -0.1}, "synthetic: noise must be in [0, 1], got -0.1"),
-        ({"seed": -1}, "synthetic: seed must be >= 0, got -1"),
-        ({"shift": 0.6}, "synthetic: shift must be in [0, 0.5], got 0.6"),
-        ({"nuisance": 5}, "synthetic: nuisance must be in [0, 4], got 5.0"),
+        ({"classes": 1}, "source synthetic: classes must be >= 2, got 1"),
+        ({"size": 4}, "source synthetic: size must be in 8..256, got 4"),
+        ({"channels": 0}, "source synthetic: channels must be in 1..4, got 0"),
+        ({"samples_per_class": 0}, "source synthetic: samples_per_class must be >= 1, got 0"),
+        ({"noise": -0.1}, "source synthetic: noise must be in [0, 1], got -0.1"),
+        ({"seed": -1}, "source synthetic: seed must be >= 0, got -1"),
+        ({"shift": 0.6}, "source synthetic: shift must be in [0, 0.5], got 0.6"),
+        ({"nuisance": 5}, "source synthetic: nuisance must be in [0, 4], got 5.0"),
     ],
 )
 def test_invalid_params_raise_config_error(values: dict[str, object], message: str) -> None:

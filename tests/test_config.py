@@ -1,0 +1,44 @@
+"""TOML catalogs and typed parameters: errors name the file, field or value and what is allowed."""
+
+import pytest
+
+from driftbench.config import parse_sets
+from driftbench.errors import ConfigError
+from driftbench.methods import catalog as method_catalog
+from driftbench.traces import catalog as trace_catalog
+
+
+def test_malformed_toml_names_the_file_and_line(tmp_path, monkeypatch):
+    (tmp_path / "broken.toml").write_text('generator = "static"\n[params\nclients = 3\n')
+    monkeypatch.setattr(trace_catalog, "CATALOG_DIR", tmp_path)
+    with pytest.raises(ConfigError, match=r"broken.toml: invalid TOML: .*line 2"):
+        trace_catalog.load_spec("broken")
+
+
+def test_unknown_and_ill_typed_toml_keys_are_named(tmp_path, monkeypatch):
+    (tmp_path / "extra.toml").write_text('generator = "static"\ncolour = "red"\n[source]\nname = "digits"\n')
+    (tmp_path / "typed.toml").write_text('generator = "static"\n[params]\nclients = "ten"\n[source]\nname = "digits"\n')
+    monkeypatch.setattr(trace_catalog, "CATALOG_DIR", tmp_path)
+    with pytest.raises(ConfigError, match=r"extra.toml: unknown key 'colour'; allowed: description, generator"):
+        trace_catalog.load_spec("extra")
+    with pytest.raises(ConfigError, match=r"typed.toml \[params\]: clients: expected int, got 'ten'"):
+        trace_catalog.load_spec("typed")
+
+
+def test_method_toml_with_unknown_class_lists_the_classes(tmp_path, monkeypatch):
+    (tmp_path / "mine.toml").write_text('class = "fancy"\n')
+    monkeypatch.setattr(method_catalog, "CATALOG_DIR", tmp_path)
+    with pytest.raises(ConfigError, match=r"unknown method class in .*mine.toml 'fancy'.*valid: fedavg, oracle, static"):
+        method_catalog.load_method("mine")
+
+
+def test_missing_catalog_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace_catalog, "CATALOG_DIR", tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match="trace catalog .* not found; install driftbench from its repository"):
+        trace_catalog.catalog()
+
+
+def test_parse_sets_splits_on_the_first_equals():
+    assert parse_sets(["a=1", "b = x=y"]) == {"a": "1", "b": "x=y"}
+    with pytest.raises(ConfigError, match="expected key=value"):
+        parse_sets(["=3"])
