@@ -20,7 +20,7 @@ from driftbench.data.pool import Pool
 from driftbench.engine.batched import BatchedTrainer, TrainOutput, default_chunk_size
 from driftbench.engine.clock import client_profiles, client_seconds, round_seconds
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan, resolve_device
-from driftbench.engine.evaluate import client_accuracy
+from driftbench.engine.evaluate import client_gradients, per_client_mean
 from driftbench.engine.models import build_model, forward_flops
 from driftbench.engine.train_config import TrainConfig
 from driftbench.evaluation.metrics import adjusted_rand, mean_client_distance
@@ -101,13 +101,13 @@ class Scheduler:
     def step(self, rnd: int) -> bool:
         """One round: reports, plan, local training, aggregation, clock, evaluation; False once diverged."""
         segments = self.trace.segments_at(rnd)
-        truth = (lambda: self.trace.seg_group[segments]) if self.method.oracle else None
-        queries = ClientQueries(self.trace.changed_at(rnd), lambda c: self.label_histograms(segments, c), truth, self.overhead)
+        clients = RoundClients(self, segments)
+        queries = ClientQueries(self.trace.changed_at(rnd), clients, self.ctx.model_bytes, self.method.oracle, self.overhead)
         started = time.perf_counter()
         plan = self.method.plan(rnd, queries, np.random.default_rng([self.spec.seed, METHOD_STREAM, rnd]))
         server = time.perf_counter() - started - queries.seconds
 
-        work = self.local_work(segments, plan.participants, np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd]))
+        work = clients.work(plan.participants, np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd]))
         start = {n: p[torch.as_tensor(plan.start_models, device=self.device)] for n, p in self.method.models.items()}
         result = self.trainer.train(start, work, self.train, plan.mu)
         self.last_round = rnd
@@ -120,25 +120,6 @@ class Scheduler:
         if (rnd + 1) % self.train.eval_every == 0 or rnd == self.trace.rounds - 1:
             self.rows.append(self.evaluate(rnd, segments))
         return True
-
-    def label_histograms(self, segments: np.ndarray, clients: np.ndarray) -> np.ndarray:
-        """Label counts of ``clients``' current train windows after their label maps."""
-        t = self.trace
-        return np.stack([
-            np.bincount(t.label_maps[t.seg_map[segments[c]]][self.spec.pool.y[t.train_indices(segments[c])]], minlength=t.num_classes)
-            for c in clients
-        ]).astype(np.float64)
-
-    def local_work(self, segments: np.ndarray, clients: np.ndarray, rng: np.random.Generator) -> LocalWork:
-        """This round's local work for ``clients``: batches from their windows and their transforms."""
-        t, segs = self.trace, segments[clients]
-        return LocalWork(
-            clients=clients,
-            batches=batch_plan(rng, [t.train_indices(s) for s in segs], self.train.local_steps, self.train.batch_size),
-            steps=np.full(len(clients), self.train.local_steps),
-            label_maps=t.label_maps[t.seg_map[segs]],
-            rotations=t.seg_rotation[segs],
-        )
 
     def advance_clock(self, plan: Plan, samples: np.ndarray, server: float) -> None:
         """Add the round's duration (slowest participant + server time) and its model traffic."""
@@ -153,9 +134,9 @@ class Scheduler:
     def evaluate(self, rnd: int, segments: np.ndarray) -> dict[str, Any]:
         """One rounds.csv row: every client tested on its current test data with its current model."""
         t, method = self.trace, self.method
-        acc = client_accuracy(
+        acc = per_client_mean(
             self.model, self.data, method.models, method.assignment,
-            [t.test_indices(s) for s in segments], t.label_maps[t.seg_map[segments]], t.seg_rotation[segments],
+            [t.test_indices(s) for s in segments], t.label_maps[t.seg_map[segments]], t.seg_rotation[segments], "accuracy",
         )
         truth = t.seg_group[segments]
         return {
@@ -179,7 +160,8 @@ class Scheduler:
             self.rows.append(self.evaluate(self.last_round, self.trace.segments_at(self.last_round)))
         write_rounds(self.out / "rounds.csv", self.rows)
         table = pd.DataFrame(self.rows)
-        counts = self.label_histograms(self.trace.segments_at(int(table["round"].iloc[-1])), np.arange(self.trace.num_clients))
+        final = RoundClients(self, self.trace.segments_at(int(table["round"].iloc[-1])))
+        counts = final.label_histograms(np.arange(self.trace.num_clients))
         summary = {
             "trace": self.trace.name,
             "trace_hash": self.trace.content_hash(),
@@ -204,6 +186,55 @@ class Scheduler:
         }
         write_json(self.out / "summary.json", summary)
         return summary
+
+
+class RoundClients:
+    """The clients' side of one round: their current windows and transforms under the current model bank."""
+
+    def __init__(self, scheduler: Scheduler, segments: np.ndarray) -> None:
+        self.s, self.segments = scheduler, segments
+
+    def _views(self, clients: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        t, segs = self.s.trace, self.segments[clients]
+        return [t.train_indices(seg) for seg in segs], t.label_maps[t.seg_map[segs]], t.seg_rotation[segs]
+
+    def work(self, clients: np.ndarray, rng: np.random.Generator) -> LocalWork:
+        """This round's local training for ``clients``: batches from their windows and their transforms."""
+        windows, maps, rotations = self._views(clients)
+        train = self.s.train
+        return LocalWork(
+            clients=clients,
+            batches=batch_plan(rng, windows, train.local_steps, train.batch_size),
+            steps=np.full(len(clients), train.local_steps),
+            label_maps=maps,
+            rotations=rotations,
+        )
+
+    def label_histograms(self, clients: np.ndarray) -> np.ndarray:
+        """Label counts of the clients' current train windows after their label maps."""
+        windows, maps, _ = self._views(clients)
+        y = self.s.spec.pool.y
+        return np.stack([np.bincount(m[y[w]], minlength=self.s.trace.num_classes) for w, m in zip(windows, maps)]).astype(np.float64)
+
+    def losses(self, clients: np.ndarray, models: np.ndarray) -> np.ndarray:
+        """Mean train-window loss of each bank model in ``models`` on each client."""
+        windows, maps, rotations = self._views(clients)
+        s = self.s
+        columns = [
+            per_client_mean(s.model, s.data, s.method.models, np.full(len(clients), m), windows, maps, rotations, "loss")
+            for m in models
+        ]
+        return np.stack(columns, axis=1) if columns else np.zeros((len(clients), 0))
+
+    def gradients(self, clients: np.ndarray, model: int) -> np.ndarray:
+        """Flattened gradients of the clients' mean train-window loss at bank model ``model``."""
+        windows, maps, rotations = self._views(clients)
+        params = {n: p[model] for n, p in self.s.method.models.items()}
+        return client_gradients(self.s.model, self.s.data, params, windows, maps, rotations).cpu().numpy()
+
+    def ground_truth(self) -> np.ndarray:
+        """Every client's true group now."""
+        return self.s.trace.seg_group[self.segments]
 
 
 def finite(result: TrainOutput) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -77,35 +77,72 @@ class Overhead:
     client_extra_passes: int = 0
 
 
-class ClientQueries:
-    """The clients' side of one round: answers a method's requests and counts what they cost."""
+class ClientSide(Protocol):
+    """What clients can compute from their current data this round (the scheduler implements it)."""
 
-    def __init__(
-        self,
-        changed: np.ndarray,
-        label_histograms: Callable[[np.ndarray], np.ndarray],
-        ground_truth: Callable[[], np.ndarray] | None,
-        overhead: Overhead,
-    ) -> None:
+    def label_histograms(self, clients: np.ndarray) -> np.ndarray:
+        """Label counts (len(clients) x C) of the clients' current training windows."""
+
+    def losses(self, clients: np.ndarray, models: np.ndarray) -> np.ndarray:
+        """Mean loss (len(clients) x len(models)) of bank models on the clients' training windows."""
+
+    def gradients(self, clients: np.ndarray, model: int) -> np.ndarray:
+        """Flattened gradients (len(clients) x P) of each client's mean loss at bank model ``model``."""
+
+    def ground_truth(self) -> np.ndarray:
+        """Every client's true group now."""
+
+
+class ClientQueries:
+    """The clients' side of one round as a method sees it: answers requests and counts what they cost.
+
+    Traffic is counted in float32 numbers: a histogram uploads C, a loss query downloads each
+    model asked about and uploads one number per model, a gradient query downloads the model
+    and uploads P numbers. Each pass of a client over its window counts as one extra pass.
+    """
+
+    def __init__(self, changed: np.ndarray, side: ClientSide, model_bytes: int, oracle: bool, overhead: Overhead) -> None:
         self.changed = changed  # clients whose local data changed since the last round (they know it)
-        self._label_histograms = label_histograms
-        self._ground_truth = ground_truth
-        self._overhead = overhead
+        self._side, self._model_bytes, self._oracle, self._overhead = side, model_bytes, oracle, overhead
         self.seconds = 0.0  # time spent computing client answers, excluded from server time
 
     def label_histograms(self, clients: np.ndarray) -> np.ndarray:
-        """Label counts (len(clients) x C) of the clients' current training windows; each uploads C numbers."""
-        started = time.perf_counter()
-        counts = self._label_histograms(np.asarray(clients))
+        """Label counts (len(clients) x C) of the clients' current training windows."""
+        clients = np.asarray(clients)
+        counts = self._timed(self._side.label_histograms, clients)
         self._overhead.upload_bytes += FLOAT_BYTES * counts.size
-        self.seconds += time.perf_counter() - started
         return counts
+
+    def losses(self, clients: np.ndarray, models: np.ndarray) -> np.ndarray:
+        """Mean training-window loss of each of ``models`` (bank indices) on each client."""
+        clients, models = np.asarray(clients), np.asarray(models)
+        values = self._timed(self._side.losses, clients, models)
+        self._overhead.download_bytes += self._model_bytes * len(clients) * len(models)
+        self._overhead.upload_bytes += FLOAT_BYTES * values.size
+        self._overhead.client_extra_passes += len(clients) * len(models)
+        return values
+
+    def gradients(self, clients: np.ndarray, model: int) -> np.ndarray:
+        """Each client's flattened gradient of its mean training-window loss at bank model ``model``."""
+        clients = np.asarray(clients)
+        values = self._timed(self._side.gradients, clients, model)
+        self._overhead.download_bytes += self._model_bytes * len(clients)
+        self._overhead.upload_bytes += FLOAT_BYTES * values.size
+        self._overhead.client_extra_passes += len(clients)
+        return values
 
     def ground_truth(self) -> np.ndarray:
         """Every client's true group now; only for methods marked ``oracle``."""
-        if self._ground_truth is None:
+        if not self._oracle:
             raise RunError("only an oracle method may read ground truth")
-        return self._ground_truth()
+        return self._side.ground_truth()
+
+    def _timed(self, fn: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self.seconds += time.perf_counter() - started
 
 
 class Method:

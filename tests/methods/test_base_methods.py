@@ -15,8 +15,27 @@ def ctx(n=6, participants=3):
     return RunContext(n, 3, {"w": torch.zeros(2, dtype=torch.float64)}, TrainConfig(participants=participants), seed=0)
 
 
-def queries(hist=None, truth=None, overhead=None):
-    return ClientQueries(np.arange(0), lambda c: hist[c], (lambda: truth) if truth is not None else None, overhead or Overhead())
+class FakeClients:
+    """Hand-made client answers: histograms and truth as given, losses = client + model, gradients of length 5."""
+
+    def __init__(self, hist=None, truth=None):
+        self.hist, self.truth = hist, truth
+
+    def label_histograms(self, clients):
+        return self.hist[clients]
+
+    def losses(self, clients, models):
+        return clients[:, None] + models[None, :].astype(float)
+
+    def gradients(self, clients, model):
+        return np.ones((len(clients), 5)) * model
+
+    def ground_truth(self):
+        return self.truth
+
+
+def queries(hist=None, truth=None, overhead=None, model_bytes=100):
+    return ClientQueries(np.arange(0), FakeClients(hist, truth), model_bytes, truth is not None, overhead or Overhead())
 
 
 def test_cluster_average_weights_by_samples_and_keeps_untouched_models():
@@ -66,6 +85,18 @@ def test_oracle_follows_truth_and_grows_its_bank():
     assert method.num_models == 2
     method.plan(1, queries(truth=np.array([0, 3, 0, 1, 1, 1])), np.random.default_rng(0))
     assert method.num_models == 4 and method.assignment.tolist() == [0, 3, 0, 1, 1, 1]
+
+
+def test_loss_and_gradient_queries_count_their_traffic_and_passes():
+    overhead = Overhead()
+    q = queries(overhead=overhead, model_bytes=100)
+    assert q.losses(np.array([0, 2]), np.array([0, 1, 2])).tolist() == [[0, 1, 2], [2, 3, 4]]
+    # 2 clients x 3 models: 6 model downloads, 6 numbers up, 6 passes
+    assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (600, 24, 6)
+    assert q.gradients(np.array([1, 3, 4]), 2).shape == (3, 5)
+    # + 3 model downloads, 3 x 5 numbers up, 3 passes
+    assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (900, 84, 9)
+    assert q.seconds >= 0
 
 
 def test_only_the_oracle_may_read_ground_truth():

@@ -1,0 +1,74 @@
+"""Every registered source, generator and method on tiny inputs: determinism, shapes, declared bytes, no peeking."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from driftbench.data import SOURCES, load_pool
+from driftbench.methods.base import FLOAT_BYTES
+from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
+from driftbench.scheduler import RunSpec, run
+from driftbench.traces.catalog import apply_sets, generate, load_spec
+from driftbench.traces.generators import GENERATORS
+
+TINY_SOURCE = {"digits": {}, "synthetic": {"classes": 4, "size": 8, "channels": 1, "samples_per_class": 6}}
+TINY_GENERATOR = {"clients": "8", "rounds": "6", "train_samples": "10", "test_samples": "5"}
+
+
+def test_every_source_has_tiny_settings():
+    assert set(TINY_SOURCE) == set(SOURCES)
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_source_is_deterministic_and_well_formed(name):
+    a, b = load_pool(name, TINY_SOURCE[name]), load_pool(name, TINY_SOURCE[name])
+    assert a.fingerprint() == b.fingerprint()
+    assert a.x.ndim == 4 and a.x.dtype in (np.float32, np.uint8) and len(a) == len(a.y)
+    assert set(np.unique(a.y)) <= set(range(a.num_classes))
+
+
+def tiny_spec(generator):
+    name = next(t for t in ("label-swap", "static") if load_spec(t).generator == generator)
+    sets = dict(TINY_GENERATOR, **({"drift_every": "3"} if generator == "label-swap" else {}))
+    return apply_sets(load_spec(name), {**sets, "train.participants": "4", "train.local_steps": "2"})
+
+
+@pytest.mark.parametrize("generator", sorted(GENERATORS))
+def test_generator_is_deterministic_and_well_formed(generator):
+    (a, pool), (b, _) = generate(tiny_spec(generator)), generate(tiny_spec(generator))
+    assert a.content_hash() == b.content_hash()
+    assert a.num_clients == 8 and a.rounds == 6
+    assert (a.seg_start[a.seg_ptr[:-1]] == 0).all()
+    for seg in range(len(a.seg_start)):
+        train, test = a.train_indices(seg), a.test_indices(seg)
+        assert len(train) and len(test) and not set(train) & set(test)
+        assert train.max() < len(pool) and test.max() < len(pool)
+    for event in a.events():
+        assert 0 < event.round < a.rounds and event.clients.max() < a.num_clients
+
+
+@pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
+def test_method_is_deterministic_and_counts_model_traffic(implementation, tmp_path):
+    spec = tiny_spec("label-swap")
+    trace, pool = generate(spec)
+    cls = IMPLEMENTATIONS[implementation]
+    method = MethodSpec(implementation, implementation, "", "", cls.Params())
+    summaries = [run(RunSpec(trace, pool, spec.train, method, seed=0, device="cpu", out=tmp_path / o, quiet=True)) for o in "ab"]
+    keep = ("final_accuracy", "recovery", "ari_mean", "n_clusters_final", "mean_client_distance_final", "status")
+    assert [{k: s[k] for k in keep} for s in summaries][0] == {k: summaries[1][k] for k in keep}
+    assert summaries[0]["status"] == "ok"
+    rounds = pd.read_csv(tmp_path / "a/label-swap" / implementation / "seed0/rounds.csv")
+    model_bytes = FLOAT_BYTES * (64 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10)  # the MLP on 8x8 digits
+    participants = spec.train.participants
+    extra = summaries[0]["overhead"]
+    assert rounds["upload_bytes"].iloc[-1] == 6 * participants * model_bytes + extra["upload_bytes"]
+    assert rounds["download_bytes"].iloc[-1] == 6 * participants * model_bytes + extra["download_bytes"]
+
+
+@pytest.mark.parametrize("implementation", sorted(k for k, v in IMPLEMENTATIONS.items() if not v.oracle))
+def test_non_oracle_methods_cannot_see_ground_truth_or_events(implementation):
+    import inspect
+
+    source = inspect.getsource(inspect.getmodule(IMPLEMENTATIONS[implementation]))
+    for forbidden in ("ground_truth", "seg_group", "event", "Trace"):
+        assert forbidden not in source, f"{implementation} mentions {forbidden}"
