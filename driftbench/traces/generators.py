@@ -5,8 +5,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from driftbench.config import require
 from driftbench.data.pool import Pool
 from driftbench.traces.model import TraceBuilder
+
+
+@dataclass(frozen=True)
+class ClientParams:
+    """Parameters every generator shares: population, horizon, per-client sample counts and the seed."""
+
+    clients: int = 50
+    rounds: int = 100
+    train_samples: int = 60
+    test_samples: int = 30
+    test_fraction: float = 0.2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        require(self.clients >= 2, f"clients must be >= 2, got {self.clients}")
+        require(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
+        require(self.train_samples >= 1, f"train_samples must be >= 1, got {self.train_samples}")
+        require(self.test_samples >= 1, f"test_samples must be >= 1, got {self.test_samples}")
+        require(0 < self.test_fraction < 1, f"test_fraction must be in (0, 1), got {self.test_fraction}")
 
 
 @dataclass(frozen=True)

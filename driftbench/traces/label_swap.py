@@ -8,30 +8,23 @@ import numpy as np
 
 from driftbench.config import require
 from driftbench.data.pool import Pool
-from driftbench.traces.generators import Generator, register
+from driftbench.traces.generators import ClientParams, Generator, register
 from driftbench.traces.model import TraceBuilder
 from driftbench.traces.sampling import draw, split_pool
 
 
 @dataclass(frozen=True)
-class LabelSwapParams:
+class LabelSwapParams(ClientParams):
     """Parameters of the label-swap trace; ``ramp_rounds`` > 1 makes each event incremental."""
 
-    clients: int = 50
-    rounds: int = 100
     concepts: int = 4
     initial_concepts: int = 1
     drift_every: int = 25
     fraction: float = 0.3
     ramp_rounds: int = 1
-    train_samples: int = 60
-    test_samples: int = 30
-    test_fraction: float = 0.2
-    seed: int = 0
 
     def __post_init__(self) -> None:
-        require(self.clients >= 2, f"clients must be >= 2, got {self.clients}")
-        require(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
+        super().__post_init__()
         require(self.concepts >= 2, f"concepts must be >= 2, got {self.concepts}")
         require(
             1 <= self.initial_concepts <= self.concepts,
@@ -40,8 +33,6 @@ class LabelSwapParams:
         require(self.drift_every >= 1, f"drift_every must be >= 1, got {self.drift_every}")
         require(0 <= self.fraction <= 1, f"fraction must be in [0, 1], got {self.fraction}")
         require(self.ramp_rounds >= 1, f"ramp_rounds must be >= 1, got {self.ramp_rounds}")
-        require(self.train_samples >= 1 and self.test_samples >= 1, "train_samples and test_samples must be >= 1")
-        require(0 < self.test_fraction < 1, f"test_fraction must be in (0, 1), got {self.test_fraction}")
 
 
 def concept_permutation(k: int, num_classes: int) -> np.ndarray:

@@ -8,31 +8,23 @@ import numpy as np
 
 from driftbench.config import require
 from driftbench.data.pool import Pool
-from driftbench.traces.generators import Generator, register
+from driftbench.traces.generators import ClientParams, Generator, register
 from driftbench.traces.model import TraceBuilder
 from driftbench.traces.sampling import by_label, draw_by_distribution, split_pool
 
 
 @dataclass(frozen=True)
-class StaticParams:
-    """Parameters of the static trace."""
+class StaticParams(ClientParams):
+    """Parameters of the static trace: ``groups`` latent groups, each with a Dirichlet(``alpha``) label distribution."""
 
-    clients: int = 50
     rounds: int = 60
     groups: int = 4
     alpha: float = 0.3
-    train_samples: int = 60
-    test_samples: int = 30
-    test_fraction: float = 0.2
-    seed: int = 0
 
     def __post_init__(self) -> None:
-        require(self.clients >= 2, f"clients must be >= 2, got {self.clients}")
-        require(self.rounds >= 1, f"rounds must be >= 1, got {self.rounds}")
+        super().__post_init__()
         require(1 <= self.groups <= self.clients, f"groups must be in 1..clients, got {self.groups}")
         require(self.alpha > 0, f"alpha must be > 0, got {self.alpha}")
-        require(self.train_samples >= 1 and self.test_samples >= 1, "train_samples and test_samples must be >= 1")
-        require(0 < self.test_fraction < 1, f"test_fraction must be in (0, 1), got {self.test_fraction}")
 
 
 def group_distributions(rng: np.random.Generator, groups: int, num_classes: int, alpha: float) -> np.ndarray:
