@@ -66,6 +66,7 @@ class Scheduler:
     def __init__(self, spec: RunSpec) -> None:
         self.spec, self.trace, self.train = spec, spec.trace, spec.train
         self.out = run_dir(spec.out, spec.trace.name, spec.method.name, spec.seed)
+        self.trace_hash = spec.trace.content_hash()
         self.device = resolve_device(spec.device)
         dtype = getattr(torch, self.train.dtype)
         self.model = build_model(self.train.model, spec.pool.input_shape, self.trace.num_classes, spec.seed, dtype).to(self.device)
@@ -87,7 +88,7 @@ class Scheduler:
     def config(self) -> dict[str, Any]:
         """config.json: everything needed to reproduce the run."""
         return {
-            "trace": {"name": self.trace.name, "hash": self.trace.content_hash(), **self.trace.info},
+            "trace": {"name": self.trace.name, "hash": self.trace_hash, **self.trace.info},
             "method": self.spec.method.as_config(),
             "train": as_plain(self.train),
             "seed": self.spec.seed,
@@ -164,7 +165,7 @@ class Scheduler:
         counts = final.label_histograms(np.arange(self.trace.num_clients))
         summary = {
             "trace": self.trace.name,
-            "trace_hash": self.trace.content_hash(),
+            "trace_hash": self.trace_hash,
             "method": self.spec.method.name,
             "oracle": self.method.oracle,
             "seed": self.spec.seed,
@@ -212,9 +213,8 @@ class RoundClients:
 
     def label_histograms(self, clients: np.ndarray) -> np.ndarray:
         """Label counts of the clients' current train windows after their label maps."""
-        windows, maps, _ = self._views(clients)
-        y = self.s.spec.pool.y
-        return np.stack([np.bincount(m[y[w]], minlength=self.s.trace.num_classes) for w, m in zip(windows, maps)]).astype(np.float64)
+        t, y = self.s.trace, self.s.spec.pool.y
+        return np.stack([np.bincount(t.train_labels(seg, y), minlength=t.num_classes) for seg in self.segments[clients]]).astype(np.float64)
 
     def losses(self, clients: np.ndarray, models: np.ndarray) -> np.ndarray:
         """Mean train-window loss of each bank model in ``models`` on each client."""

@@ -35,5 +35,5 @@ def source_params(name: str, values: Mapping[str, Any], where: str) -> Any:
 
 def load_pool(name: str, values: Mapping[str, Any] | None = None) -> Pool:
     """Load the pool of source ``name`` with parameter overrides ``values``."""
-    source = lookup(SOURCES, name, "source")
-    return source.load(build(source.params, values or {}, f"source {name}"))
+    params = source_params(name, values or {}, f"source {name}")
+    return SOURCES[name].load(params)

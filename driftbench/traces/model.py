@@ -127,10 +127,13 @@ class Trace:
         """Pool indices of segment ``seg``'s test samples."""
         return self._window("test", seg)
 
+    def train_labels(self, seg: int, pool_y: np.ndarray) -> np.ndarray:
+        """Labels of segment ``seg``'s train window after its label map."""
+        return self.label_maps[self.seg_map[seg]][pool_y[self.train_indices(seg)]]
+
     def label_distribution(self, seg: int, pool_y: np.ndarray) -> np.ndarray:
         """Normalised label histogram of segment ``seg``'s train window after its label map."""
-        labels = self.label_maps[self.seg_map[seg]][pool_y[self.train_indices(seg)]]
-        return label_distribution(labels, self.num_classes)
+        return label_distribution(self.train_labels(seg, pool_y), self.num_classes)
 
     def events(self) -> list[DriftEvent]:
         """The drift events in round order."""
