@@ -20,7 +20,9 @@ from driftbench.data.pool import Pool
 from driftbench.engine.batched import BatchedTrainer, TrainOutput, default_chunk_size
 from driftbench.engine.clock import client_profiles, client_seconds, round_seconds
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan, resolve_device
-from driftbench.engine.evaluate import client_gradients, per_client_mean
+from driftbench.engine.evaluate import (
+    DataSummary, OutputSummary, classifier_name, client_gradients, client_inputs, client_outputs, per_client_mean,
+)
 from driftbench.engine.models import build_model, forward_flops
 from driftbench.engine.train_config import TrainConfig
 from driftbench.evaluation.metrics import adjusted_rand, mean_client_distance
@@ -73,7 +75,7 @@ class Scheduler:
         self.data = DevicePool(spec.pool, self.device, dtype)
         self.trainer = BatchedTrainer(self.model, self.data, default_chunk_size(self.model, self.device))
         init = {n: p.detach().clone() for n, p in self.model.named_parameters()}
-        self.ctx = RunContext(self.trace.num_clients, self.trace.num_classes, init, self.train, spec.seed)
+        self.ctx = RunContext(self.trace.num_clients, self.trace.num_classes, init, self.train, spec.seed, classifier_name(self.model))
         self.method = spec.method.create()
         self.method.setup(self.ctx)
         self.profiles = client_profiles(self.trace.num_clients, spec.seed)
@@ -108,15 +110,15 @@ class Scheduler:
         plan = self.method.plan(rnd, queries, np.random.default_rng([self.spec.seed, METHOD_STREAM, rnd]))
         server = time.perf_counter() - started - queries.seconds
 
-        work = clients.work(plan.participants, np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd]))
+        work = clients.work(plan.participants, np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd]), plan.local_steps)
         start = {n: p[torch.as_tensor(plan.start_models, device=self.device)] for n, p in self.method.models.items()}
-        result = self.trainer.train(start, work, self.train, plan.mu)
+        result = self.trainer.train(start, work, self.train, plan.mu, plan.masks, plan.record)
         self.last_round = rnd
         if not finite(result):
             self.status, self.diverged_round = "diverged", rnd
             return False
         samples = work.steps * self.train.batch_size
-        self.method.aggregate(rnd, TrainResult(plan, result.params, samples, result.loss.cpu().numpy()))
+        self.method.aggregate(rnd, TrainResult(plan, result.params, samples, result.loss.cpu().numpy(), result.path))
         self.advance_clock(plan, samples, server)
         if (rnd + 1) % self.train.eval_every == 0 or rnd == self.trace.rounds - 1:
             self.rows.append(self.evaluate(rnd, segments))
@@ -199,14 +201,15 @@ class RoundClients:
         t, segs = self.s.trace, self.segments[clients]
         return [t.train_indices(seg) for seg in segs], t.label_maps[t.seg_map[segs]], t.seg_rotation[segs]
 
-    def work(self, clients: np.ndarray, rng: np.random.Generator) -> LocalWork:
-        """This round's local training for ``clients``: batches from their windows and their transforms."""
+    def work(self, clients: np.ndarray, rng: np.random.Generator, local_steps: int | None = None) -> LocalWork:
+        """This round's local training for ``clients`` (``local_steps`` or the trace's): batches from their windows."""
         windows, maps, rotations = self._views(clients)
         train = self.s.train
+        steps = train.local_steps if local_steps is None else local_steps
         return LocalWork(
             clients=clients,
-            batches=batch_plan(rng, windows, train.local_steps, train.batch_size),
-            steps=np.full(len(clients), train.local_steps),
+            batches=batch_plan(rng, windows, steps, train.batch_size),
+            steps=np.full(len(clients), steps),
             label_maps=maps,
             rotations=rotations,
         )
@@ -231,6 +234,16 @@ class RoundClients:
         windows, maps, rotations = self._views(clients)
         params = {n: p[model] for n, p in self.s.method.models.items()}
         return client_gradients(self.s.model, self.s.data, params, windows, maps, rotations).cpu().numpy()
+
+    def outputs(self, clients: np.ndarray, model: int, summarize: OutputSummary) -> np.ndarray:
+        """Stacked ``summarize(features, probs, labels)`` of each client's window under bank model ``model``."""
+        windows, maps, rotations = self._views(clients)
+        params = {n: p[model] for n, p in self.s.method.models.items()}
+        return client_outputs(self.s.model, self.s.data, params, windows, maps, rotations, summarize)
+
+    def inputs(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
+        """Stacked ``summarize(inputs, labels)`` of each client's window."""
+        return client_inputs(self.s.data, *self._views(clients), summarize)
 
     def ground_truth(self) -> np.ndarray:
         """Every client's true group now."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -17,10 +17,11 @@ Params = dict[str, torch.Tensor]
 
 @dataclass(frozen=True)
 class TrainOutput:
-    """Trained parameters stacked on the client axis and each client's mean training loss."""
+    """Trained parameters stacked on the client axis, each client's mean training loss and recorded step deltas."""
 
     params: Params
     loss: torch.Tensor
+    path: Params = field(default_factory=dict)  # name -> (K, S, ...) parameter change at every local step
 
 
 def default_chunk_size(model: nn.Module, device: torch.device) -> int | None:
@@ -65,15 +66,30 @@ class BatchedTrainer:
             objective = loss + 0.5 * mu * sum(((p - anchor[n]) ** 2).sum() for n, p in params.items())
         return objective, loss.detach()
 
-    def train(self, start: Params, work: LocalWork, cfg: TrainConfig, mu: float = 0.0) -> TrainOutput:
-        """Run ``work`` from ``start`` (K, ...) with SGD (momentum, weight decay) and FedProx term ``mu``."""
+    def train(
+        self,
+        start: Params,
+        work: LocalWork,
+        cfg: TrainConfig,
+        mu: float = 0.0,
+        masks: Params | None = None,
+        record: tuple[str, ...] = (),
+    ) -> TrainOutput:
+        """Run ``work`` from ``start`` (K, ...) with SGD (momentum, weight decay) and FedProx term ``mu``.
+
+        ``masks`` (name -> K x shape of 0/1) multiply every step's update, so masked entries keep
+        their start value (pruned or frozen parameters); ``record`` names parameters whose
+        change at every local step is returned in ``TrainOutput.path``.
+        """
         device = self.data.device
         params = {n: p.clone() for n, p in start.items()}
+        masks = masks or {}
         buffers = {n: torch.zeros_like(p) for n, p in params.items()} if cfg.momentum else {}
         idx = torch.as_tensor(work.batches, device=device)
         maps = torch.as_tensor(work.label_maps, device=device)
         steps = torch.as_tensor(work.steps, device=device)
         loss_sum = torch.zeros(len(steps), dtype=params[next(iter(params))].dtype, device=device)
+        path: dict[str, list[torch.Tensor]] = {n: [] for n in record}
         for s in range(idx.shape[1]):
             active = steps > s
             masked = bool((work.steps <= s).any())  # decided on the host: no device sync per step
@@ -86,9 +102,14 @@ class BatchedTrainer:
                 if cfg.momentum:
                     g = buffers[name].mul(cfg.momentum).add_(g)
                     buffers[name] = _where(active, g, buffers[name]) if masked else g
+                if name in masks:
+                    g = g * masks[name]
                 params[name] = _where(active, p - cfg.lr * g, p) if masked else p.sub(g, alpha=cfg.lr)
+                if name in path:
+                    path[name].append(params[name] - p)
             loss_sum += torch.where(active, loss, torch.zeros_like(loss))
-        return TrainOutput(params, loss_sum / steps.clamp(min=1))
+        recorded = {n: torch.stack(deltas, dim=1) for n, deltas in path.items()}
+        return TrainOutput(params, loss_sum / steps.clamp(min=1), recorded)
 
 
 def _where(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:

@@ -1,6 +1,8 @@
-"""Forward-only passes over clients' data: per-client accuracy and loss, and per-client gradients."""
+"""Passes over clients' data: per-client accuracy and loss, gradients, and client-side summaries of outputs or inputs."""
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 import torch
@@ -69,3 +71,74 @@ def client_gradients(
         grads = grad_fn(params, x[0], y[0])
         rows.append(torch.cat([g.reshape(-1) for g in grads.values()]))
     return torch.stack(rows)
+
+
+OutputSummary = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], np.ndarray]  # (features, probs, labels) -> 1-D
+DataSummary = Callable[[torch.Tensor, torch.Tensor], np.ndarray]  # (inputs, labels) -> 1-D
+
+
+def classifier_name(model: nn.Module) -> str:
+    """Module name of the classifier: the last Linear layer, whose input are the features."""
+    names = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    if not names:
+        raise ValueError("the model has no Linear classifier layer")
+    return names[-1]
+
+
+@torch.no_grad()
+def client_outputs(
+    model: nn.Module,
+    data: DevicePool,
+    params: Params,
+    windows: list[np.ndarray],
+    label_maps: np.ndarray,
+    rotations: np.ndarray,
+    summarize: OutputSummary,
+) -> np.ndarray:
+    """Stacked ``summarize(features, probabilities, labels)`` of each client's window under one model.
+
+    Features are the classifier layer's input. All clients' samples go through the model in
+    shared chunks; only the per-client summaries are computed one client at a time.
+    """
+    captured: list[torch.Tensor] = []
+    head = model.get_submodule(classifier_name(model))
+    hook = head.register_forward_hook(lambda _m, inputs, _out: captured.append(inputs[0]))
+    lengths = np.array([len(w) for w in windows])
+    owner = np.repeat(np.arange(len(windows)), lengths)
+    idx = np.concatenate(windows) if windows else np.zeros(0, dtype=np.int64)
+    maps = torch.as_tensor(label_maps, device=data.device)
+    probs, labels = [], []
+    try:
+        for start in range(0, len(idx), EVAL_CHUNK):
+            rows = slice(start, start + EVAL_CHUNK)
+            clients = owner[rows]
+            x, y = data.gather(torch.as_tensor(idx[rows, None], device=data.device), maps[clients], rotations[clients])
+            probs.append(torch.softmax(functional_call(model, params, (x[:, 0],)), dim=1))
+            labels.append(y[:, 0])
+    finally:
+        hook.remove()
+    features, probs_all, labels_all = torch.cat(captured), torch.cat(probs), torch.cat(labels)
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    return np.stack([
+        as_numpy(summarize(features[a:b], probs_all[a:b], labels_all[a:b])) for a, b in zip(bounds[:-1], bounds[1:])
+    ])
+
+
+@torch.no_grad()
+def client_inputs(
+    data: DevicePool, windows: list[np.ndarray], label_maps: np.ndarray, rotations: np.ndarray, summarize: DataSummary
+) -> np.ndarray:
+    """Stacked ``summarize(inputs, labels)`` of each client's window as the client sees it (after its transforms)."""
+    maps = torch.as_tensor(label_maps, device=data.device)
+    rows = []
+    for k, window in enumerate(windows):
+        x, y = data.gather(torch.as_tensor(window[None], device=data.device), maps[k : k + 1], rotations[k : k + 1])
+        rows.append(as_numpy(summarize(x[0], y[0])))
+    return np.stack(rows)
+
+
+def as_numpy(values: np.ndarray | torch.Tensor) -> np.ndarray:
+    """A summary as a 1-D float64 host array, whether the client returned a tensor or an array."""
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype=np.float64).reshape(-1)

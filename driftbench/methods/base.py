@@ -8,13 +8,14 @@ extra client passes, so overhead is measured, not declared by hand.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Protocol
 
 import numpy as np
 import torch
 
 from driftbench.engine.batched import Params
+from driftbench.engine.evaluate import DataSummary, OutputSummary
 from driftbench.engine.train_config import TrainConfig
 from driftbench.config import require
 from driftbench.errors import RunError
@@ -31,6 +32,7 @@ class RunContext:
     init_params: Params
     train: TrainConfig
     seed: int
+    classifier: str = ""  # module name of the classifier layer: its parameters are f"{classifier}.weight" / ".bias"
 
     @property
     def model_bytes(self) -> int:
@@ -56,6 +58,9 @@ class Plan:
     start_models: np.ndarray
     mu: float = 0.0
     models_downloaded: int = 1  # models each participant downloads (IFCA downloads all K)
+    masks: Params | None = None  # name -> (participants x shape) 0/1 update masks: pruned or frozen entries
+    record: tuple[str, ...] = ()  # parameters whose change at every local step comes back in TrainResult.path
+    local_steps: int | None = None  # this round's local steps when not the trace's (e.g. pre-training)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class TrainResult:
     params: Params
     num_samples: np.ndarray
     loss: np.ndarray
+    path: Params = field(default_factory=dict)  # name -> (participants x steps x shape), for Plan.record
 
 
 @dataclass
@@ -88,6 +94,12 @@ class ClientSide(Protocol):
 
     def gradients(self, clients: np.ndarray, model: int) -> np.ndarray:
         """Flattened gradients (len(clients) x P) of each client's mean loss at bank model ``model``."""
+
+    def outputs(self, clients: np.ndarray, model: int, summarize: OutputSummary) -> np.ndarray:
+        """Stacked ``summarize(features, probs, labels)`` of each client's window under bank model ``model``."""
+
+    def inputs(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
+        """Stacked ``summarize(inputs, labels)`` of each client's window."""
 
     def ground_truth(self) -> np.ndarray:
         """Every client's true group now."""
@@ -129,6 +141,26 @@ class ClientQueries:
         self._overhead.download_bytes += self._model_bytes * len(clients)
         self._overhead.upload_bytes += FLOAT_BYTES * values.size
         self._overhead.client_extra_passes += len(clients)
+        return values
+
+    def features(self, clients: np.ndarray, model: int, summarize: OutputSummary) -> np.ndarray:
+        """Each client runs bank model ``model`` over its window and uploads ``summarize(features, probs, labels)``.
+
+        Features are the classifier layer's input, probabilities the softmax outputs; the
+        summary (a 1-D array per client) is computed on the client, so only it is uploaded.
+        """
+        clients = np.asarray(clients)
+        values = self._timed(self._side.outputs, clients, model, summarize)
+        self._overhead.download_bytes += self._model_bytes * len(clients)
+        self._overhead.upload_bytes += FLOAT_BYTES * values.size
+        self._overhead.client_extra_passes += len(clients)
+        return values
+
+    def data(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
+        """Each client uploads ``summarize(inputs, labels)`` of its window (no model involved)."""
+        clients = np.asarray(clients)
+        values = self._timed(self._side.inputs, clients, summarize)
+        self._overhead.upload_bytes += FLOAT_BYTES * values.size
         return values
 
     def ground_truth(self) -> np.ndarray:

@@ -53,3 +53,27 @@ def test_batched_matches_sequential(model_name, dtype, tol, chunk):
     for name in batched:
         assert not torch.allclose(batched[name], initial[name])  # training moved the parameters
         assert (batched[name] - sequential[name]).abs().max().item() <= tol, name
+
+
+def test_masks_freeze_entries_and_path_sums_to_the_update():
+    pool = make_pool(shape=(1, 8, 8))
+    model = build_model("mlp", pool.input_shape, pool.num_classes, seed=0, dtype=torch.float64)
+    data = DevicePool(pool, torch.device("cpu"), torch.float64)
+    cfg = TrainConfig(model="mlp", lr=0.1, momentum=0.9, weight_decay=1e-3, batch_size=8, local_steps=4)
+    work = LocalWork(np.arange(2), batch_plan(np.random.default_rng(0), [np.arange(50), np.arange(50, 120)], 4, 8),
+                     np.array([4, 2]), np.tile(np.arange(5), (2, 1)), np.zeros(2, dtype=np.int64))
+    start = {n: p.detach().unsqueeze(0).repeat(2, *[1] * p.dim()) for n, p in model.named_parameters()}
+    trainer = BatchedTrainer(model, data)
+    plain = trainer.train(start, work, cfg)
+    mask = (torch.rand(start["1.weight"].shape, generator=torch.Generator().manual_seed(0)) > 0.5).double()
+    masked = trainer.train(start, work, cfg, masks={"1.weight": mask, "3.bias": torch.zeros_like(start["3.bias"])},
+                           record=("5.weight",))
+    frozen = mask == 0
+    assert torch.equal(masked.params["1.weight"][frozen], start["1.weight"][frozen])
+    assert not torch.equal(masked.params["1.weight"][~frozen], start["1.weight"][~frozen])
+    assert torch.equal(masked.params["3.bias"], start["3.bias"])
+    assert not torch.allclose(plain.params["3.bias"], start["3.bias"])
+    path = masked.path["5.weight"]
+    assert path.shape == (2, 4, *start["5.weight"].shape[1:])
+    torch.testing.assert_close(path.sum(1), masked.params["5.weight"] - start["5.weight"])
+    assert torch.count_nonzero(path[1, 2:]) == 0  # client 1 trains 2 of the 4 steps

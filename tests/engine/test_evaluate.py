@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from driftbench.data.pool import Pool
 from driftbench.engine.device_data import DevicePool
-from driftbench.engine.evaluate import client_gradients, per_client_mean
+from driftbench.engine.evaluate import classifier_name, client_gradients, client_inputs, client_outputs, per_client_mean
 from driftbench.engine.models import build_model
 
 
@@ -54,3 +54,30 @@ def test_client_gradients_match_autograd():
         F.cross_entropy(module(x), y).backward()
         expected = torch.cat([p.grad.reshape(-1) for p in module.parameters()])
         assert torch.allclose(grads[c], expected, atol=1e-12)
+
+
+def test_client_outputs_summarize_classifier_inputs_and_probabilities():
+    pool, model, data, bank, windows, maps, rotations = setup()
+    params = {n: p[1] for n, p in bank.items()}
+    assert classifier_name(model) == "5"
+
+    def summary(features, probs, labels):
+        return torch.cat([features.mean(0), probs.sum(0), torch.bincount(labels, minlength=4).double()])
+
+    got = client_outputs(model, data, params, windows, maps, rotations, summary)
+    for c in range(3):
+        module, x, y = by_hand(pool, model, bank, 1, windows[c], maps[c], rotations[c])
+        with torch.no_grad():
+            features = module[:-1](x)
+            probs = torch.softmax(module[-1](features), 1)
+        want = torch.cat([features.mean(0), probs.sum(0), torch.bincount(y, minlength=4).double()]).numpy()
+        np.testing.assert_allclose(got[c], want, rtol=1e-10, atol=1e-12)
+        assert abs(got[c][200:204].sum() - len(windows[c])) < 1e-9  # probabilities sum to one per sample
+
+
+def test_client_inputs_see_transformed_samples():
+    pool, _model, data, _bank, windows, maps, rotations = setup()
+    got = client_inputs(data, windows, maps, rotations, lambda x, y: torch.cat([x.sum((0, 1)).reshape(-1), y[:1].double()]))
+    for c in range(3):
+        _, x, y = by_hand(pool, _model, _bank, 0, windows[c], maps[c], rotations[c])
+        np.testing.assert_allclose(got[c], torch.cat([x.sum((0, 1)).reshape(-1), y[:1].double()]).numpy(), rtol=1e-12)

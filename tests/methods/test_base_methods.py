@@ -30,6 +30,12 @@ class FakeClients:
     def gradients(self, clients, model):
         return np.ones((len(clients), 5)) * model
 
+    def outputs(self, clients, model, summarize):
+        return np.stack([summarize(np.ones((2, 3)) * c, np.full((2, 4), 0.25), np.zeros(2)) for c in clients])
+
+    def inputs(self, clients, summarize):
+        return np.stack([summarize(np.ones((2, 1, 2, 2)) * c, np.zeros(2)) for c in clients])
+
     def ground_truth(self):
         return self.truth
 
@@ -97,6 +103,18 @@ def test_loss_and_gradient_queries_count_their_traffic_and_passes():
     # + 3 model downloads, 3 x 5 numbers up, 3 passes
     assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (900, 84, 9)
     assert q.seconds >= 0
+
+
+def test_feature_and_data_queries_upload_only_the_client_summaries():
+    overhead = Overhead()
+    q = queries(overhead=overhead, model_bytes=100)
+    got = q.features(np.array([1, 3]), 0, lambda f, p, y: np.concatenate([f.mean(0), p.sum(0)]))
+    assert got.tolist() == [[1, 1, 1, 0.5, 0.5, 0.5, 0.5], [3, 3, 3, 0.5, 0.5, 0.5, 0.5]]
+    # 2 model downloads, 2 x 7 numbers up, 2 passes
+    assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (200, 56, 2)
+    assert q.data(np.array([0, 1, 2]), lambda x, y: x.reshape(-1)[:2]).tolist() == [[0, 0], [1, 1], [2, 2]]
+    # no model, 3 x 2 numbers up, no passes
+    assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (200, 80, 2)
 
 
 def test_only_the_oracle_may_read_ground_truth():
