@@ -17,6 +17,7 @@ class Source:
     description: str
     params: type
     load: Callable[[Any], Pool]
+    argument: str = ""  # the parameter that ``name:VALUE`` sets (``hf:mnist`` sets dataset), if any
 
 
 SOURCES: dict[str, Source] = {}
@@ -28,12 +29,21 @@ def register(source: Source) -> Source:
     return source
 
 
+def source_reference(value: str, kind: str = "source") -> tuple[str, dict[str, str]]:
+    """The registered source that ``value`` names and the parameters it implies: ``hf:mnist`` -> (hf, {dataset: mnist})."""
+    family, sep, argument = value.partition(":")
+    if sep and family in SOURCES and SOURCES[family].argument:
+        return family, {SOURCES[family].argument: argument}
+    return lookup(SOURCES, value, kind).name, {}
+
+
 def source_params(name: str, values: Mapping[str, Any], where: str) -> Any:
     """Validated parameters of source ``name`` from a TOML table or ``--set`` values."""
     return build(lookup(SOURCES, name, "source").params, values, where)
 
 
 def load_pool(name: str, values: Mapping[str, Any] | None = None) -> Pool:
-    """Load the pool of source ``name`` with parameter overrides ``values``."""
-    params = source_params(name, values or {}, f"source {name}")
+    """Load the pool of source ``name`` (or ``family:VALUE``) with parameter overrides ``values``."""
+    name, implied = source_reference(name)
+    params = source_params(name, {**implied, **(values or {})}, f"source {name}")
     return SOURCES[name].load(params)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
+import torchvision
 from torch import nn
 
 from driftbench.config import lookup
@@ -35,7 +37,44 @@ def lenet5(input_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
     )
 
 
-MODELS: dict[str, Callable[[tuple[int, int, int], int], nn.Module]] = {"mlp": mlp, "lenet5": lenet5}
+def group_norm(channels: int) -> nn.GroupNorm:
+    """GroupNorm over ``channels`` with gcd(32, channels) groups (Wu and He's 32 where the width allows)."""
+    return nn.GroupNorm(math.gcd(32, channels), channels)
+
+
+def without_batchnorm(model: nn.Module) -> nn.Module:
+    """``model`` with every BatchNorm2d replaced in place by ``group_norm``: no running statistics, no buffers."""
+    for name, child in model.named_children():
+        if isinstance(child, nn.BatchNorm2d):
+            setattr(model, name, group_norm(child.num_features))
+        else:
+            without_batchnorm(child)
+    return model
+
+
+def with_input_channels(model: nn.Module, channels: int) -> nn.Module:
+    """``model`` with its first convolution rebuilt for ``channels`` input channels (torchvision's expect 3)."""
+    name, conv = next((n, m) for n, m in model.named_modules() if isinstance(m, nn.Conv2d))
+    if conv.in_channels != channels:
+        parent_name, _, attr = name.rpartition(".")
+        replacement = nn.Conv2d(channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, bias=conv.bias is not None)
+        setattr(model.get_submodule(parent_name), attr, replacement)
+    return model
+
+
+def resnet18(input_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
+    """torchvision's ResNet-18 with GroupNorm; the ImageNet stem is kept, so a 32x32 input reaches layer4 at 1x1."""
+    return with_input_channels(without_batchnorm(torchvision.models.resnet18(num_classes=num_classes)), input_shape[0])
+
+
+def shufflenet_v2(input_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
+    """torchvision's ShuffleNet v2 (1.0x) with GroupNorm; inputs down to 32x32 reach the last stage at 1x1."""
+    return with_input_channels(without_batchnorm(torchvision.models.shufflenet_v2_x1_0(num_classes=num_classes)), input_shape[0])
+
+
+MODELS: dict[str, Callable[[tuple[int, int, int], int], nn.Module]] = {
+    "mlp": mlp, "lenet5": lenet5, "resnet18": resnet18, "shufflenet_v2": shufflenet_v2,
+}
 
 
 def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, seed: int, dtype: torch.dtype) -> nn.Module:
