@@ -1,6 +1,14 @@
 """Traces: the model, file I/O, generators (importing this registers them) and the named catalog."""
 
-from driftbench.traces import label_swap, static  # noqa: F401  (registration)
+from driftbench.traces import (  # noqa: F401  (registration)
+    fmow_timeline,
+    label_combos,
+    label_shift,
+    label_swap,
+    openimage_buckets,
+    rotation,
+    static,
+)
 from driftbench.traces.generators import GENERATORS
 from driftbench.traces.model import DriftEvent, Trace, TraceBuilder
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, catalog_files, check_keys, lookup, read_toml, require
-from driftbench.data.sources import SOURCES, load_pool, source_params
+from driftbench.config import as_plain, build, catalog_files, check_keys, check_types, lookup, read_toml, require
+from driftbench.data.sources import SOURCES, load_pool, source_params, source_reference
 from driftbench.engine.train_config import TrainConfig
 from driftbench.data.pool import Pool
 from driftbench.errors import ConfigError, DataSourceError
@@ -16,7 +16,13 @@ from driftbench.traces.io import load_trace
 from driftbench.traces.model import Trace
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "traces"
-SPEC_KEYS = {"description", "generator", "paper", "methods", "params", "source", "train"}
+SPEC_KEYS = {  # key -> TOML type
+    "description": str, "generator": str, "paper": str, "methods": list, "params": dict, "source": dict, "train": dict,
+    "scale": dict,
+}
+SCALES = ("embedded", "paper")
+SCALE_KEYS = {"params", "source", "train"}
+SCALE_SET = "scale"  # the --set key (and --scale option) that picks a scale; resolve() takes it out of the sets
 
 
 @dataclass(frozen=True)
@@ -43,16 +49,41 @@ def catalog() -> dict[str, Path]:
     return catalog_files(CATALOG_DIR, "trace")
 
 
-def load_spec(name: str) -> TraceSpec:
-    """Parse and validate the TOML of the named trace."""
+def scaled(raw: dict[str, Any], scale: str, path: Path) -> dict[str, Any]:
+    """The trace TOML with ``[scale.<scale>]`` laid over it; a scale's source table replaces the default's if it names another source."""
+    require(scale in SCALES, f"--scale {scale!r}: allowed: {', '.join(SCALES)}")
+    scales = raw.get("scale", {})
+    check_keys(scales, SCALES[1:], f"{path} [scale]")
+    check_types(scales, dict.fromkeys(SCALES[1:], dict), f"{path} [scale]")
+    if scale == "embedded":
+        return raw
+    require(scale in scales, f"{path}: trace has no [scale.{scale}] table; scales: embedded")
+    override = scales[scale]
+    check_keys(override, SCALE_KEYS, f"{path} [scale.{scale}]")
+    check_types(override, dict.fromkeys(SCALE_KEYS, dict), f"{path} [scale.{scale}]")
+    default_source, source = raw.get("source", {}), override.get("source", {})
+    if source.get("name", default_source.get("name")) == default_source.get("name"):
+        source = {**default_source, **source}
+    return {
+        **raw,
+        "params": {**raw.get("params", {}), **override.get("params", {})},
+        "train": {**raw.get("train", {}), **override.get("train", {})},
+        "source": source,
+    }
+
+
+def load_spec(name: str, scale: str = "embedded") -> TraceSpec:
+    """Parse and validate the TOML of the named trace at ``scale`` (``embedded`` or ``paper``)."""
     path = lookup(catalog(), name, "trace")
     raw = read_toml(path)
     check_keys(raw, SPEC_KEYS, str(path))
+    check_types(raw, SPEC_KEYS, str(path))
+    raw = scaled(raw, scale, path)
     generator = lookup(GENERATORS, raw.get("generator", ""), f"generator in {path}")
     source = dict(raw.get("source", {}))
-    source_name = source.pop("name", "")
-    lookup(SOURCES, source_name, f"source in {path}")
-    source = source_params(source_name, source, f"{path} [source]")
+    check_types(source, {"name": str}, f"{path} [source]")
+    source_name, implied = source_reference(source.pop("name", ""), f"source in {path}")
+    source = source_params(source_name, {**implied, **source}, f"{path} [source]")
     return TraceSpec(
         name=name,
         description=raw.get("description", ""),
@@ -78,7 +109,8 @@ def apply_sets(spec: TraceSpec, sets: dict[str, str]) -> TraceSpec:
     for key, value in sets.items():
         section, _, field = key.rpartition(".")
         if key == "source":
-            source_name = lookup(SOURCES, value, "source").name
+            source_name, implied = source_reference(value)
+            source = {**implied, **source}
         elif section == "source":
             source[field] = value
         elif section in ("params", "") and field in param_fields:
@@ -91,6 +123,8 @@ def apply_sets(spec: TraceSpec, sets: dict[str, str]) -> TraceSpec:
                 f"{', '.join(sorted(param_fields))}; training: {', '.join(sorted(train_fields))}; "
                 "source: source, source.KEY; method: method.KEY"
             )
+    if "root" not in SOURCES[source_name].params.__dataclass_fields__:
+        source.pop("root", None)  # source.root (--data-root) concerns only sources that read files
     base = spec.source_params if source_name == spec.source else None
     return replace(
         spec,
@@ -125,10 +159,11 @@ def generate(spec: TraceSpec) -> tuple[Trace, Pool]:
     return generator.make(spec.params, pool).build(info, pool.y), pool
 
 
-def pool_of(trace: Trace, where: str) -> Pool:
-    """Reload the pool a trace was made from and check it is the same data."""
+def pool_of(trace: Trace, where: str, root: str | None = None) -> Pool:
+    """Reload the pool a trace was made from (from data folder ``root`` if given) and check it is the same data."""
     source = trace.info["source"]
-    pool = load_pool(source["name"], source["params"])
+    params = {**source["params"], "root": root} if root is not None and "root" in source["params"] else source["params"]
+    pool = load_pool(source["name"], params)
     if pool.fingerprint() != trace.info["pool_fingerprint"]:
         raise DataSourceError(f"{where}: source {source['name']!r} now yields different data than the trace was made from")
     return pool
@@ -140,13 +175,20 @@ def is_trace_file(name: str) -> bool:
 
 
 def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
-    """The trace, pool, training settings and default methods for ``--trace NAME|FILE`` with ``--set`` values."""
+    """The trace, pool, training settings and default methods for ``--trace NAME|FILE`` with ``--set`` values.
+
+    ``sets["scale"]`` (from ``--scale``) picks the named trace's scale.
+    """
+    sets = dict(sets)
+    scale = sets.pop(SCALE_SET, "embedded")
     if not is_trace_file(name):
-        spec = apply_sets(load_spec(name), sets)
+        spec = apply_sets(load_spec(name, scale), sets)
         trace, pool = generate(spec)
         return ResolvedTrace(trace, pool, spec.train, spec.methods)
+    require(scale == "embedded", f"--scale {scale}: {name} is a trace file, whose data is fixed; scale a named trace")
     trace, defaults = load_trace(Path(name))
     trace = replace(trace, info={**trace.info, "name": Path(name).stem})
+    root = sets.pop("source.root", None)
     train_sets = {}
     for key, value in sets.items():
         field = key.removeprefix("train.")
@@ -159,7 +201,7 @@ def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
     train = build(TrainConfig, defaults.get("train", {}), f"{name} defaults")
     return ResolvedTrace(
         trace,
-        pool_of(trace, name),
+        pool_of(trace, name, root),
         build(TrainConfig, train_sets, "--set train", base=train),
         tuple(defaults.get("methods", ["fedavg"])),
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -46,8 +45,8 @@ def load_trace(path: Path) -> tuple[Trace, dict[str, Any]]:
     try:
         with np.load(path, allow_pickle=False) as npz:
             data = {name: npz[name] for name in npz.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise TraceFileError(f"{path}: not a readable trace file ({exc})") from None
+    except Exception as exc:  # zipfile, zlib and numpy raise many unrelated types for a damaged file
+        raise TraceFileError(f"{path}: not a readable trace file ({type(exc).__name__}: {exc})") from None
     header = _header(path, data)
     missing = [name for name in _ARRAY_FIELDS if name not in data]
     if missing:
@@ -70,6 +69,8 @@ def _header(path: Path, data: dict[str, np.ndarray]) -> dict[str, Any]:
         raise TraceFileError(f"{path}: header is not valid JSON") from None
     if not isinstance(header, dict) or not {"format", "info", "hash"} <= set(header):
         raise TraceFileError(f"{path}: header lacks format, info or hash")
+    if not isinstance(header["info"], dict) or not isinstance(header.get("defaults", {}), dict):
+        raise TraceFileError(f"{path}: header info and defaults must be JSON objects")
     if header["format"] != FORMAT_VERSION:
         raise TraceFileError(
             f"{path}: trace format {header['format']!r}; this driftbench reads format {FORMAT_VERSION}"

@@ -183,6 +183,16 @@ class TraceBuilder:
             (start, train or (0, n_train), test or (0, n_test), map_id, rotation % 360, group)
         )
 
+    def phases(
+        self, client: int, starts: list[int], trains: list[np.ndarray], tests: list[np.ndarray], groups: list[int]
+    ) -> None:
+        """Give ``client`` consecutive sample blocks; from round ``starts[j]`` its windows are exactly block ``j``."""
+        self.samples(client, np.concatenate(trains), np.concatenate(tests))
+        train_ends, test_ends = np.cumsum([0, *map(len, trains)]), np.cumsum([0, *map(len, tests)])
+        for j, start in enumerate(starts):
+            train = (int(train_ends[j]), int(train_ends[j + 1]))
+            self.segment(client, start, train=train, test=(int(test_ends[j]), int(test_ends[j + 1])), group=groups[j])
+
     def event(self, rnd: int, clients: np.ndarray, kind: str) -> None:
         """Record a drift event at ``rnd`` affecting ``clients``."""
         if kind not in EVENT_KINDS:
@@ -224,9 +234,15 @@ def event_shift(trace: Trace, event: DriftEvent, pool_y: np.ndarray) -> float:
     """Mean L1 distance between affected clients' label distributions just before and at the event."""
     if len(event.clients) == 0 or event.round == 0:
         return 0.0
+    return float(np.mean(client_shifts(trace, event, pool_y)))
+
+
+def client_shifts(trace: Trace, event: DriftEvent, pool_y: np.ndarray) -> np.ndarray:
+    """L1 distance between each affected client's label distribution just before and at the event."""
+    if event.round == 0:
+        return np.zeros(len(event.clients))
     before, after = trace.segments_at(event.round - 1), trace.segments_at(event.round)
-    shifts = [
+    return np.array([
         l1_shift(trace.label_distribution(before[c], pool_y), trace.label_distribution(after[c], pool_y))
         for c in event.clients
-    ]
-    return float(np.mean(shifts))
+    ])

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from driftbench.data.pool import Pool
+
 
 def split_pool(rng: np.random.Generator, n: int, test_fraction: float) -> tuple[np.ndarray, np.ndarray]:
     """Shuffle ``range(n)`` and split it into disjoint train and test index arrays."""
     order = rng.permutation(n)
     n_test = int(round(n * test_fraction))
     return np.sort(order[n_test:]), np.sort(order[:n_test])
+
+
+def train_test_ids(rng: np.random.Generator, pool: Pool, test_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Train and test pool indices: the pool's own ``split`` meta column when it has one, else ``split_pool``."""
+    if pool.meta is not None and "split" in pool.meta:
+        split = pool.meta["split"].to_numpy()
+        return np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
+    return split_pool(rng, len(pool), test_fraction)
 
 
 def draw(rng: np.random.Generator, candidates: np.ndarray, n: int) -> np.ndarray:

@@ -72,7 +72,7 @@ def test_bad_set_values_name_the_key_and_what_is_allowed():
         apply_sets(spec, {"clients": "many"})
     with pytest.raises(ConfigError, match="unknown key for trace 'label-swap'.*concepts"):
         apply_sets(spec, {"colour": "red"})
-    with pytest.raises(UnknownNameError, match="valid: digits, synthetic"):
+    with pytest.raises(UnknownNameError, match="unknown source 'imagenet'; valid: cifar10, .*digits, .*synthetic"):
         apply_sets(spec, {"source": "imagenet"})
     with pytest.raises(UnknownNameError, match="did you mean 'label-swap'"):
         resolve("label-swop", {})
