@@ -1,18 +1,24 @@
-"""Lockstep local training of many clients with torch.func: one fused SGD step for all clients."""
+"""Lockstep local training of many clients: fused SGD steps over chunks of clients, in place on stacked parameters."""
 
 from __future__ import annotations
 
+import copy
+import logging
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from driftbench.engine.device_data import DevicePool, LocalWork
+from driftbench.engine.device_data import DevicePool, LocalWork, Transforms
 from driftbench.engine.train_config import TrainConfig
 
 Params = dict[str, torch.Tensor]
+GradFn = Callable[[list[torch.Tensor], torch.Tensor, torch.Tensor], tuple[list[torch.Tensor], torch.Tensor]]
+log = logging.getLogger("driftbench")
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,12 @@ def default_chunk_size(model: nn.Module, device: torch.device) -> int | None:
     """
     if device.type == "cuda":
         return None
-    return 1 if any(isinstance(m, nn.Conv2d) for m in model.modules()) else None
+    return 1 if has_conv(model) else None
+
+
+def has_conv(model: nn.Module) -> bool:
+    """Whether the model has a 2-d convolution."""
+    return any(isinstance(m, nn.Conv2d) for m in model.modules())
 
 
 def stack(params: list[Params]) -> Params:
@@ -40,31 +51,59 @@ def stack(params: list[Params]) -> Params:
     return {name: torch.stack([p[name] for p in params]) for name in params[0]}
 
 
+@dataclass
+class _Chunk:
+    """The tensors one chunk of clients trains in place: parameters, FedProx anchors, momentum buffers, update masks."""
+
+    live: list[torch.Tensor]
+    anchor: list[torch.Tensor]
+    buffers: list[torch.Tensor]
+    masks: list[torch.Tensor | None]
+
+
 class BatchedTrainer:
-    """Trains a batch of clients that share an architecture; parameters carry a leading client axis."""
+    """Trains a batch of clients that share an architecture; parameters carry a leading client axis.
 
-    def __init__(self, model: nn.Module, data: DevicePool, chunk_size: int | None = None) -> None:
-        self.model, self.data = model, data
-        self.chunk_size = chunk_size
-        self._grad = grad(self._loss, has_aux=True)
-        self._vmapped = vmap(self._grad, in_dims=(0, 0, 0, 0, None), chunk_size=chunk_size)
+    Clients are trained ``chunk_size`` at a time (None: all at once). A chunk of one client
+    trains a persistent working copy of the model with ordinary autograd (channels-last for
+    conv nets on CPU), so it pays no functorch overhead; larger chunks train views into the
+    stacked parameters with ``vmap(grad(...))``. Both apply the same in-place SGD update.
+    ``amp`` runs forward passes under bfloat16 autocast (meant for CUDA; the parameters
+    and the update stay in full precision). ``compile`` wraps the forward pass in
+    ``torch.compile`` and falls back to eager mode, with a warning, if compiling fails.
+    """
 
-    def _grads(self, params: Params, anchor: Params, x: torch.Tensor, y: torch.Tensor, mu: float) -> tuple[Params, torch.Tensor]:
-        """Per-client gradients and losses; one client at a time skips vmap, whose per-chunk overhead then buys nothing."""
-        if self.chunk_size != 1:
-            return self._vmapped(params, anchor, x, y, mu)
-        per_client = [
-            self._grad({n: p[k] for n, p in params.items()}, {n: a[k] for n, a in anchor.items()}, x[k], y[k], mu)
-            for k in range(len(x))
-        ]
-        return stack([g for g, _ in per_client]), torch.stack([loss for _, loss in per_client])
+    def __init__(
+        self, model: nn.Module, data: DevicePool, chunk_size: int | None = None, amp: bool = False, compile: bool = False
+    ) -> None:
+        self.model, self.data, self.chunk_size, self.amp = model, data, chunk_size, amp
+        self.names = [n for n, _ in model.named_parameters()]
+        self.vmapped: Callable[..., tuple[Params, torch.Tensor]] = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0))
+        if chunk_size == 1:  # a working copy of the model, its parameters and momentum buffers, reused for every client
+            local = copy.deepcopy(model).requires_grad_(True)
+            if data.device.type == "cpu" and has_conv(model):
+                local = local.to(memory_format=torch.channels_last)
+            self.local_params = list(local.parameters())
+            self.local_buffers = [torch.zeros_like(p) for p in self.local_params]
+            self.forward: Callable[..., torch.Tensor] = _compiled(local) if compile else local
+        elif compile:
+            self.vmapped = _compiled(self.vmapped)
 
-    def _loss(self, params: Params, anchor: Params, x: torch.Tensor, y: torch.Tensor, mu: float) -> tuple[torch.Tensor, torch.Tensor]:
-        loss = F.cross_entropy(functional_call(self.model, params, (x,)), y)
-        objective = loss
-        if mu:
-            objective = loss + 0.5 * mu * sum(((p - anchor[n]) ** 2).sum() for n, p in params.items())
-        return objective, loss.detach()
+    def _loss(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.autocast(self.data.device.type, dtype=torch.bfloat16, enabled=self.amp):
+            logits = functional_call(self.model, params, (x,))
+        loss = F.cross_entropy(logits.float() if self.amp else logits, y)
+        return loss, loss.detach()
+
+    def _local_grads(self, live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+        with torch.autocast(self.data.device.type, dtype=torch.bfloat16, enabled=self.amp):
+            logits = self.forward(x[0])
+        loss = F.cross_entropy(logits.float() if self.amp else logits, y[0])
+        return list(torch.autograd.grad(loss, live)), loss.detach().unsqueeze(0)
+
+    def _vmapped_grads(self, live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+        grads, loss = self.vmapped(dict(zip(self.names, live)), x, y)
+        return [grads[n] for n in self.names], loss
 
     def train(
         self,
@@ -81,36 +120,119 @@ class BatchedTrainer:
         their start value (pruned or frozen parameters); ``record`` names parameters whose
         change at every local step is returned in ``TrainOutput.path``.
         """
-        device = self.data.device
-        params = {n: p.clone() for n, p in start.items()}
-        masks = masks or {}
-        buffers = {n: torch.zeros_like(p) for n, p in params.items()} if cfg.momentum else {}
+        device, masks = self.data.device, masks or {}
+        params = {n: start[n].clone() for n in self.names}
+        k_total, s_total = work.batches.shape[:2]
         idx = torch.as_tensor(work.batches, device=device)
         maps = torch.as_tensor(work.label_maps, device=device)
-        steps = torch.as_tensor(work.steps, device=device)
-        loss_sum = torch.zeros(len(steps), dtype=params[next(iter(params))].dtype, device=device)
-        path: dict[str, list[torch.Tensor]] = {n: [] for n in record}
-        for s in range(idx.shape[1]):
-            active = steps > s
-            masked = bool((work.steps <= s).any())  # decided on the host: no device sync per step
-            x, y = self.data.gather(idx[:, s], maps, work.rotations)
-            grads, loss = self._grads(params, start, x, y, mu)
-            for name, p in params.items():
-                g = grads[name]
-                if cfg.weight_decay:
-                    g = g.add(p, alpha=cfg.weight_decay)
-                if cfg.momentum:
-                    g = buffers[name].mul(cfg.momentum).add_(g)
-                    buffers[name] = _where(active, g, buffers[name]) if masked else g
-                if name in masks:
-                    g = g * masks[name]
-                params[name] = _where(active, p - cfg.lr * g, p) if masked else p.sub(g, alpha=cfg.lr)
-                if name in path:
-                    path[name].append(params[name] - p)
-            loss_sum += torch.where(active, loss, torch.zeros_like(loss))
-        recorded = {n: torch.stack(deltas, dim=1) for n, deltas in path.items()}
-        return TrainOutput(params, loss_sum / steps.clamp(min=1), recorded)
+        loss_sum = torch.zeros(k_total, dtype=params[self.names[0]].dtype, device=device)
+        path = {n: params[n].new_zeros((k_total, s_total, *params[n].shape[1:])) for n in record}
+        size = self.chunk_size or k_total
+        for lo in range(0, k_total, size):
+            rows = slice(lo, min(lo + size, k_total))
+            transforms = self.data.transforms(maps[rows], work.rotations[rows])
+            if size == 1:
+                self._train_local(lo, params, start, masks, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum, path)
+            else:
+                chunk = _Chunk(
+                    [params[n][rows] for n in self.names], [start[n][rows] for n in self.names],
+                    [torch.zeros_like(params[n][rows]) for n in self.names] if cfg.momentum else [],
+                    [masks[n][rows] if n in masks else None for n in self.names],
+                )
+                recorded = {self.names.index(n): path[n][rows] for n in record}
+                self._steps(chunk, self._vmapped_grads, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded)
+        return TrainOutput(params, loss_sum / torch.as_tensor(np.maximum(work.steps, 1), device=device), path)
+
+    def _train_local(
+        self, k: int, params: Params, start: Params, masks: Params, idx: torch.Tensor, transforms: Transforms,
+        steps: np.ndarray, cfg: TrainConfig, mu: float, loss_sum: torch.Tensor, path: Params,
+    ) -> None:
+        """Train client ``k`` on the working copy: load its parameters, run its steps, store them back."""
+        with torch.no_grad():
+            torch._foreach_copy_(self.local_params, [params[n][k] for n in self.names])
+            if cfg.momentum:
+                torch._foreach_zero_(self.local_buffers)
+        chunk = _Chunk(
+            self.local_params, [start[n][k] for n in self.names], self.local_buffers if cfg.momentum else [],
+            [masks[n][k] if n in masks else None for n in self.names],
+        )
+        recorded = {self.names.index(n): path[n][k : k + 1] for n in path}
+        self._steps(chunk, self._local_grads, idx, transforms, steps, cfg, mu, loss_sum[k : k + 1], recorded)
+        with torch.no_grad():
+            torch._foreach_copy_([params[n][k] for n in self.names], self.local_params)
+
+    def _steps(
+        self, chunk: _Chunk, grads_of: GradFn, idx: torch.Tensor, transforms: Transforms, steps: np.ndarray,
+        cfg: TrainConfig, mu: float, loss_sum: torch.Tensor, recorded: dict[int, torch.Tensor],
+    ) -> None:
+        """Run a chunk's local steps in place; a client past its own step count keeps its state (ragged work)."""
+        for s in range(int(steps.max(initial=0))):
+            x, y = self.data.take(idx[:, s], transforms)
+            grads, loss = grads_of(chunk.live, x, y)
+            idle = np.flatnonzero(steps <= s)  # decided on the host: no device sync per step
+            with torch.no_grad():
+                kept = _rows(chunk.live + chunk.buffers, idle)
+                before = {i: chunk.live[i].clone() for i in recorded}
+                _sgd_step(chunk, grads, cfg, mu)
+                _restore_rows(chunk.live + chunk.buffers, idle, kept)
+                for i, deltas in recorded.items():
+                    deltas[:, s] = (chunk.live[i] - before[i]).view_as(deltas[:, s])
+                if len(idle):
+                    loss = loss.index_fill(0, torch.as_tensor(idle, device=loss.device), 0.0)
+                loss_sum += loss.to(loss_sum.dtype)
 
 
-def _where(active: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
-    return torch.where(active.view(-1, *([1] * (new.dim() - 1))), new, old)
+def _sgd_step(chunk: _Chunk, grads: list[torch.Tensor], cfg: TrainConfig, mu: float) -> None:
+    """p <- p - lr * mask * buf, buf <- momentum * buf + g + weight_decay * p + mu * (p - anchor); in place, as torch.optim.SGD.
+
+    Without update masks this is torch.optim.SGD's fused kernel (one pass over parameters,
+    gradients and buffers); the kernel cannot mask, so masked updates take three foreach passes.
+    """
+    if mu:
+        torch._foreach_add_(grads, torch._foreach_sub(chunk.live, chunk.anchor), alpha=mu)
+    if all(m is None for m in chunk.masks):
+        torch._fused_sgd_(chunk.live, grads, chunk.buffers, weight_decay=cfg.weight_decay, momentum=cfg.momentum, lr=cfg.lr,
+                          dampening=0.0, nesterov=False, maximize=False, is_first_step=False)
+        return
+    if cfg.weight_decay:
+        torch._foreach_add_(grads, chunk.live, alpha=cfg.weight_decay)
+    if cfg.momentum:
+        torch._foreach_mul_(chunk.buffers, cfg.momentum)
+        torch._foreach_add_(chunk.buffers, grads)
+        grads = chunk.buffers
+    update = [g if m is None else g * m for g, m in zip(grads, chunk.masks)]
+    torch._foreach_add_(chunk.live, update, alpha=-cfg.lr)
+
+
+def _rows(tensors: list[torch.Tensor], rows: np.ndarray) -> list[torch.Tensor]:
+    """Copies of the given client rows of stacked tensors (empty when no rows)."""
+    if not len(rows):
+        return []
+    index = torch.as_tensor(rows, device=tensors[0].device)
+    return [t.index_select(0, index) for t in tensors]
+
+
+def _restore_rows(tensors: list[torch.Tensor], rows: np.ndarray, kept: list[torch.Tensor]) -> None:
+    """Write back rows saved by ``_rows``."""
+    if len(rows):
+        index = torch.as_tensor(rows, device=tensors[0].device)
+        for t, saved in zip(tensors, kept):
+            t.index_copy_(0, index, saved)
+
+
+def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.compile(fn)``, falling back to ``fn`` for good, with a warning, when a call fails to compile."""
+    compiled = torch.compile(fn, dynamic=False)
+    eager = False
+
+    def call(*args: Any) -> Any:
+        nonlocal eager
+        if not eager:
+            try:
+                return compiled(*args)
+            except Exception as exc:  # noqa: BLE001 - any backend failure: eager mode is always correct
+                log.warning("torch.compile failed (%s: %s); training in eager mode", type(exc).__name__, exc)
+                eager = True
+        return fn(*args)
+
+    return call

@@ -42,6 +42,14 @@ def batch_plan(rng: np.random.Generator, windows: list[np.ndarray], steps: int, 
     return plan.reshape(len(windows), steps, batch_size)
 
 
+@dataclass(frozen=True)
+class Transforms:
+    """Per-client label maps and rotation groups of a fixed list of clients, already on the device."""
+
+    label_maps: torch.Tensor  # (K, C)
+    rotations: tuple[tuple[int, torch.Tensor | None], ...]  # (quarter turns, client rows or None for all rows)
+
+
 class DevicePool:
     """A pool's samples and labels held once on the device; gathers transformed batches by index."""
 
@@ -51,14 +59,30 @@ class DevicePool:
         self.y = torch.as_tensor(pool.y).to(device)
         self.scale = 1.0 / 255.0 if pool.x.dtype == np.uint8 else 1.0
 
-    def gather(self, idx: torch.Tensor, label_maps: torch.Tensor, rotations: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Samples ``idx`` (K, B) as (K, B, C, H, W) inputs and (K, B) labels after each client's transforms."""
-        x = self.x[idx].to(self.dtype)
+    def transforms(self, label_maps: torch.Tensor | np.ndarray, rotations: np.ndarray) -> Transforms:
+        """Move K clients' label maps and rotation groups to the device once, for many ``take`` calls."""
+        quarters = rotations // 90 % 4
+        groups = []
+        for quarter in np.unique(quarters):
+            if quarter:
+                rows = np.flatnonzero(quarters == quarter)
+                groups.append((int(quarter), None if len(rows) == len(quarters) else torch.as_tensor(rows, device=self.device)))
+        return Transforms(torch.as_tensor(label_maps, device=self.device), tuple(groups))
+
+    def take(self, idx: torch.Tensor, transforms: Transforms) -> tuple[torch.Tensor, torch.Tensor]:
+        """Samples ``idx`` (K, B) as (K, B, C, H, W) inputs and (K, B) labels; no host round trip."""
+        flat = idx.reshape(-1)
+        x = self.x.index_select(0, flat).view(*idx.shape, *self.x.shape[1:]).to(self.dtype)
         if self.scale != 1.0:
             x = x * self.scale
-        y = torch.gather(label_maps, 1, self.y[idx])
-        for quarter in np.unique(rotations // 90 % 4):
-            if quarter:
-                rows = torch.as_tensor(np.flatnonzero(rotations // 90 % 4 == quarter), device=self.device)
-                x[rows] = torch.rot90(x[rows], int(quarter), dims=(-2, -1))
+        y = torch.gather(transforms.label_maps, 1, self.y.index_select(0, flat).view(idx.shape))
+        for quarter, rows in transforms.rotations:
+            if rows is None:
+                x = torch.rot90(x, quarter, dims=(-2, -1))
+            else:
+                x[rows] = torch.rot90(x[rows], quarter, dims=(-2, -1))
         return x, y
+
+    def gather(self, idx: torch.Tensor, label_maps: torch.Tensor, rotations: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Samples ``idx`` (K, B) as (K, B, C, H, W) inputs and (K, B) labels after each client's transforms."""
+        return self.take(idx, self.transforms(label_maps, rotations))

@@ -1,0 +1,117 @@
+"""``driftbench bench engine``: the batched engine against the plain sequential loop, on one workload, in one process."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import torch
+
+from driftbench.config import require
+from driftbench.engine.batched import default_chunk_size
+from driftbench.engine.device_data import resolve_device
+from driftbench.engine.models import MODELS, forward_flops
+from driftbench.engine.workload import Workload
+
+TRAIN_FLOPS_PER_FORWARD = 3.0  # forward + backward (input and weight gradients) ~ 3 forward passes
+INPUT_SHAPES = {"mlp": (1, 8, 8)}  # the 8x8 digits; every other model gets 3x32x32 images
+MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}
+
+
+@dataclass(frozen=True)
+class EngineBench:
+    """What ``driftbench bench engine`` times: model, clients per round, local steps, batch size, device, repeats."""
+
+    model: str = "lenet5"
+    clients: int = 10
+    steps: int = 10
+    batch: int = 50
+    device: str = "auto"
+    repeats: int = 5
+    input_shape: tuple[int, int, int] | None = None
+    amp: bool = False
+    compile: bool = False
+
+    def __post_init__(self) -> None:
+        require(self.model in MODELS, f"--model {self.model!r}: allowed: {', '.join(sorted(MODELS))}")
+        for name in ("clients", "steps", "batch", "repeats"):
+            require(getattr(self, name) >= 1, f"--{name} must be >= 1, got {getattr(self, name)}")
+        require(self.input_shape is None or (len(self.input_shape) == 3 and min(self.input_shape) >= 1),
+                f"--input must be three positive sizes CxHxW, got {self.input_shape}")
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """The input shape: the one given, or the model's usual one."""
+        return self.input_shape or INPUT_SHAPES.get(self.model, (3, 32, 32))
+
+
+def run_engine_bench(bench: EngineBench) -> dict[str, Any]:
+    """Time both trainers interleaved after a warm-up; seconds per round, speed-up, throughput and GFLOP/s."""
+    device = resolve_device(bench.device)
+    workload = Workload(bench.model, bench.shape, bench.clients, bench.steps, bench.batch, str(device),
+                        amp=bench.amp, compile=bench.compile)
+    workload.batched(), workload.sequential()  # warm-up (and compilation, when asked for)
+    batched, sequential = [], []
+    for _ in range(bench.repeats):
+        batched.append(seconds(workload.batched))
+        sequential.append(seconds(workload.sequential))
+    flops = TRAIN_FLOPS_PER_FORWARD * forward_flops(workload.model, bench.shape) * workload.samples
+    peak = matmul_peak_gflops(device, torch.bfloat16 if bench.amp else torch.float32)
+    median = statistics.median(batched)
+    return {
+        **{k: v for k, v in asdict(bench).items() if k not in ("input_shape", "device")},
+        "input_shape": list(bench.shape),
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "chunk_size": default_chunk_size(workload.model, device),
+        "batched_seconds": {"min": min(batched), "median": median},
+        "sequential_seconds": {"min": min(sequential), "median": statistics.median(sequential)},
+        "speedup_vs_sequential": statistics.median(s / b for s, b in zip(sequential, batched)),
+        "samples_per_second": workload.samples / median,
+        "sequential_samples_per_second": workload.samples / statistics.median(sequential),
+        "gflops_per_second": flops / median / 1e9,
+        "matmul_peak_gflops_per_second": peak,
+        "peak_fraction": flops / median / 1e9 / peak,
+        "torch_version": torch.__version__,
+    }
+
+
+def seconds(fn: Callable[[], object]) -> float:
+    """Wall-clock seconds of one call."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, repeats: int = 5) -> float:
+    """Best GFLOP/s of a square matrix multiply on ``device``: the achievable peak the engine is compared with."""
+    n = MATMUL_SIZE[device.type]
+    a, b = torch.rand(n, n, device=device).to(dtype), torch.rand(n, n, device=device).to(dtype)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    a @ b
+    sync()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        sync()
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * n**3 / best / 1e9
+
+
+def format_engine_bench(result: dict[str, Any]) -> str:
+    """The human-readable report of ``run_engine_bench``."""
+    shape = "x".join(map(str, result["input_shape"]))
+    b, s = result["batched_seconds"], result["sequential_seconds"]
+    return "\n".join([
+        f"{result['model']} on {shape}, {result['clients']} clients x {result['steps']} steps x batch {result['batch']}, "
+        f"{result['device']} ({result['threads']} threads), chunk size {result['chunk_size'] or 'all'}, "
+        f"{result['repeats']} interleaved repeats after a warm-up",
+        f"batched     {b['median']:.4f} s/round (min {b['min']:.4f})  {result['samples_per_second']:,.0f} samples/s",
+        f"sequential  {s['median']:.4f} s/round (min {s['min']:.4f})  {result['sequential_samples_per_second']:,.0f} samples/s",
+        f"speedup_vs_sequential  {result['speedup_vs_sequential']:.2f}x (median of per-repeat ratios)",
+        f"batched compute  {result['gflops_per_second']:.1f} GFLOP/s = {result['peak_fraction']:.1%} of a "
+        f"{result['matmul_peak_gflops_per_second']:.1f} GFLOP/s matrix multiply in this process",
+    ])
