@@ -1,19 +1,212 @@
-"""Clustering helpers shared by methods."""
+"""Clustering helpers shared by methods: torch distance kernels, k-means with K by silhouette, model-bank remixing.
+
+Distance kernels run in torch on the GPU when one is present; k-means, silhouette and
+hierarchical clustering come from scikit-learn and scipy.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-from sklearn.cluster import KMeans
+import torch
+from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.metrics import silhouette_score
 
+from driftbench.config import require
+from driftbench.engine.batched import Params
+from driftbench.methods.base import ProxParams
 
-def kmeans_by_silhouette(points: np.ndarray, k_min: int, k_max: int, seed: int) -> np.ndarray:
-    """k-means labels for the K in ``k_min..k_max`` with the best silhouette score (one cluster if all points coincide)."""
-    distinct = len(np.unique(points, axis=0))
-    best, best_score = np.zeros(len(points), dtype=np.int64), -np.inf
-    for k in range(k_min, min(k_max, distinct, len(points) - 1) + 1):
-        labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(points)
-        score = silhouette_score(points, labels)
+DISTANCES = ("l1", "js", "l2")
+KERNEL_CHUNK = 1024  # rows per distance block; bounds the memory of the Jensen-Shannon kernel
+
+
+@dataclass(frozen=True)
+class ClusterCountParams(ProxParams):
+    """A fixed number of clusters ``k`` and FedProx's ``mu``."""
+
+    k: int = 4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.k >= 1, f"k must be >= 1, got {self.k}")
+
+
+def kernel_device() -> torch.device:
+    """Where distance kernels run: the GPU when present, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def as_kernel_tensor(points: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """Points as a float32 tensor on the kernel device."""
+    return torch.as_tensor(points, dtype=torch.float32).to(kernel_device())
+
+
+def pairwise_distances(a: torch.Tensor, b: torch.Tensor, metric: str) -> torch.Tensor:
+    """Distances (len(a) x len(b)): L1, Euclidean, or Jensen-Shannon distance (base 2, in [0, 1]) between distributions."""
+    if metric == "l1":
+        return torch.cdist(a, b, p=1)
+    if metric == "l2":
+        return torch.cdist(a, b, p=2)
+    if metric == "js":
+        return torch.cat([_js_block(a[i : i + KERNEL_CHUNK], b) for i in range(0, len(a), KERNEL_CHUNK)])
+    raise ValueError(f"metric must be one of {DISTANCES}, got {metric!r}")
+
+
+def _js_block(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    p, q = a[:, None, :], b[None, :, :]
+    m = (p + q) / 2
+    divergence = (torch.special.xlogy(p, p / m.clamp_min(1e-30)) + torch.special.xlogy(q, q / m.clamp_min(1e-30))).sum(-1) / 2
+    return (divergence.clamp_min(0) / np.log(2)).sqrt()
+
+
+def cluster_centers(points: torch.Tensor, labels: np.ndarray, k: int, reducer: str = "mean") -> torch.Tensor:
+    """Per-cluster mean (or coordinate-wise median) of ``points`` (k x D); NaN rows for empty clusters."""
+    index = torch.as_tensor(labels, device=points.device)
+    if reducer == "mean":
+        sums = torch.zeros(k, points.shape[1], dtype=points.dtype, device=points.device).index_add_(0, index, points)
+        counts = torch.bincount(index, minlength=k).to(points.dtype)[:, None]
+        return torch.where(counts > 0, sums / counts.clamp_min(1), float("nan"))
+    centers = torch.full((k, points.shape[1]), float("nan"), dtype=points.dtype, device=points.device)
+    for c in np.unique(labels):
+        centers[c] = points[index == c].median(0).values
+    return centers
+
+
+def nearest_center(points: torch.Tensor, centers: torch.Tensor, metric: str) -> np.ndarray:
+    """Index of each point's nearest non-empty center."""
+    dist = pairwise_distances(points, torch.nan_to_num(centers), metric)
+    dist[:, torch.isnan(centers).any(1)] = float("inf")
+    return dist.argmin(1).cpu().numpy()
+
+
+def any_cluster_wider_than(points: torch.Tensor, labels: np.ndarray, metric: str, threshold: float) -> bool:
+    """Whether two points of one cluster are farther apart than ``threshold``.
+
+    Exact, with shortcuts: with r the largest distance from a member to the cluster mean,
+    r <= diameter <= 2r for these metrics (a convex distance and the triangle inequality), so
+    only clusters with r <= threshold < 2r need their pairwise distances, in blocks, stopping
+    at the first pair over the threshold.
+    """
+    centers = cluster_centers(points, labels, int(labels.max()) + 1)
+    index = torch.as_tensor(labels, device=points.device)
+    radius = pairwise_distances(points, torch.nan_to_num(centers), metric).gather(1, index[:, None])[:, 0]
+    by_cluster = torch.zeros(len(centers), dtype=radius.dtype, device=points.device).scatter_reduce(0, index, radius, "amax")
+    if bool((by_cluster > threshold).any()):
+        return True
+    for c in torch.nonzero(2 * by_cluster > threshold).flatten().tolist():
+        members = points[index == c]
+        if any(bool((pairwise_distances(members[i : i + KERNEL_CHUNK], members, metric) > threshold).any())
+               for i in range(0, len(members), KERNEL_CHUNK)):
+            return True
+    return False
+
+
+SEEDING_SAMPLE = 10_000  # k-means++ seeding beyond this many points runs on a sample of this size
+
+
+def kmeans(points: np.ndarray, k: int, seed: int, restarts: int = 10) -> np.ndarray:
+    """k-means labels: scikit-learn's up to SEEDING_SAMPLE points; beyond, one run on the torch kernels.
+
+    The large case seeds with scikit-learn's k-means++ on a seeded sample (as MiniBatchKMeans
+    does with ``init_size``), then runs Lloyd iterations whose distances are one matrix
+    multiply per pass (scikit-learn's blocked Cython loop ran at a fifth of the matmul rate).
+    """
+    if len(points) <= SEEDING_SAMPLE:
+        return KMeans(n_clusters=k, n_init=restarts, random_state=seed).fit_predict(points).astype(np.int64)
+    rows = np.sort(np.random.default_rng([seed, 1]).choice(len(points), SEEDING_SAMPLE, replace=False))
+    centers, _ = kmeans_plusplus(points[rows], k, random_state=seed)
+    return lloyd(as_kernel_tensor(points), as_kernel_tensor(centers))
+
+
+def lloyd(points: torch.Tensor, centers: torch.Tensor, max_iter: int = 300, tol: float = 1e-4) -> np.ndarray:
+    """Lloyd iterations from ``centers`` until they move less than scikit-learn's ``tol`` criterion; final labels."""
+    threshold = tol * float(points.var(0).mean())
+    labels = _closest(points, centers)
+    members = torch.zeros(len(centers), len(points), dtype=points.dtype, device=points.device)
+    for _ in range(max_iter):
+        members.zero_()[torch.as_tensor(labels, device=points.device), torch.arange(len(points), device=points.device)] = 1
+        counts = members.sum(1, keepdim=True)
+        moved = torch.where(counts > 0, members @ points / counts.clamp_min(1), centers)  # an emptied cluster stays put
+        shift, centers = float((moved - centers).pow(2).sum()), moved
+        labels = _closest(points, centers)
+        if shift <= threshold:
+            break
+    return labels.astype(np.int64)
+
+
+def _closest(points: torch.Tensor, centers: torch.Tensor) -> np.ndarray:
+    """Nearest center in Euclidean distance: argmin of |c|^2 - 2 x.c, one matrix multiply."""
+    return torch.addmm(centers.pow(2).sum(1), points, centers.T, alpha=-2).argmin(1).cpu().numpy()
+
+
+def kmeans_by_silhouette(
+    points: np.ndarray, k_min: int, k_max: int, seed: int, metric: str = "euclidean", restarts: int = 10, sample: int | None = None
+) -> np.ndarray:
+    """k-means labels for the K in ``k_min..k_max`` with the best silhouette score (one cluster if all points coincide).
+
+    k-means is Euclidean (scikit-learn); the silhouette uses ``metric`` ("euclidean", or one of
+    DISTANCES through the torch kernels). With more than ``sample`` points, K is searched on a
+    seeded sample of ``sample`` points and the chosen K is then fitted on all of them.
+    """
+    rows = np.arange(len(points))
+    if sample is not None and len(points) > sample:
+        rows = np.sort(np.random.default_rng(seed).choice(len(points), sample, replace=False))
+    searched = points[rows]
+    scored, scored_metric = searched, metric
+    if metric != "euclidean":
+        subset = as_kernel_tensor(searched)
+        scored, scored_metric = pairwise_distances(subset, subset, metric).fill_diagonal_(0).cpu().numpy(), "precomputed"
+    distinct = len(np.unique(searched, axis=0))
+    best, best_k, best_score = np.zeros(len(searched), dtype=np.int64), 1, -np.inf
+    for k in range(k_min, min(k_max, distinct, len(searched) - 1) + 1):
+        labels = kmeans(searched, k, seed, restarts)
+        score = silhouette_score(scored, labels, metric=scored_metric)
         if score > best_score:
-            best, best_score = labels.astype(np.int64), score
-    return best
+            best, best_k, best_score = labels.astype(np.int64), k, score
+    if len(rows) == len(points) or best_k == 1:
+        return best if len(rows) == len(points) else np.zeros(len(points), dtype=np.int64)
+    return kmeans(points, best_k, seed, restarts)
+
+
+def remix_models(bank: Params, old: np.ndarray, new: np.ndarray) -> Params:
+    """A bank for clusters ``new``: each new cluster's model is the mean of its members' old cluster models."""
+    device = next(iter(bank.values())).device
+    dtype = next(iter(bank.values())).dtype
+    weights = np.zeros((int(new.max()) + 1, len(next(iter(bank.values())))))
+    np.add.at(weights, (new, old), 1.0)
+    weights /= np.maximum(weights.sum(1, keepdims=True), 1)
+    w = torch.as_tensor(weights, dtype=dtype, device=device)
+    return {n: torch.tensordot(w, p, dims=1) for n, p in bank.items()}
+
+
+def independent_inits(params: Params, copies: int, seed: int) -> Params:
+    """``copies`` models: the given one, then copies whose every tensor's entries are shuffled (same i.i.d. init law)."""
+    gen = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, p in params.items():
+        flat = p.reshape(-1)
+        perms = [torch.arange(flat.numel())] + [torch.randperm(flat.numel(), generator=gen) for _ in range(copies - 1)]
+        out[name] = torch.stack([flat[perm.to(p.device)].reshape(p.shape) for perm in perms])
+    return out
+
+
+def per_cluster_participants(rng: np.random.Generator, assignment: np.ndarray, total: int) -> np.ndarray:
+    """``total / K`` clients drawn from each of the K non-empty clusters (the first ``total % K`` get one more), sorted."""
+    clusters = np.unique(assignment)
+    quota = np.full(len(clusters), total // len(clusters)) + (np.arange(len(clusters)) < total % len(clusters))
+    picked = [rng.choice(np.flatnonzero(assignment == c), size=min(max(q, 1), int((assignment == c).sum())), replace=False)
+              for c, q in zip(clusters, quota)]
+    return np.sort(np.concatenate(picked))
+
+
+def flat_updates(trained: Params, bank: Params, start: np.ndarray) -> np.ndarray:
+    """Each participant's update (trained minus its start model), flattened to a row (float64 numpy)."""
+    index = torch.as_tensor(start, device=next(iter(bank.values())).device)
+    rows = [(trained[n] - bank[n][index]).reshape(len(start), -1) for n in bank]
+    return torch.cat(rows, dim=1).double().cpu().numpy()
+
+
+def flat_models(bank: Params) -> np.ndarray:
+    """Each bank model flattened to a row (float64 numpy)."""
+    return torch.cat([p.reshape(len(p), -1) for p in bank.values()], dim=1).double().cpu().numpy()

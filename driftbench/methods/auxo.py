@@ -1,0 +1,67 @@
+"""``auxo``: cohorts re-formed every round from the participants' updates (Liu et al., SoCC 2023), as FIELDING's baseline."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from sklearn.cluster import KMeans
+
+from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult, cluster_average, sample_participants
+from driftbench.methods.clustering import ClusterCountParams, flat_updates
+
+
+class Auxo(Method):
+    """Auxo: each round's participants are re-clustered by their (unit) updates into at most K cohorts.
+
+    - Only participants move: a client's cohort changes when it is sampled (FIELDING's point:
+      drifted clients that are not selected stay where they were).
+    - The k-means groups of last round's participants are matched to cohorts by the largest
+      overlap with the cohorts they trained (Hungarian assignment); the moves take effect at
+      the start of the next round, so this server work is timed.
+    - A cohort that gets its first members starts from a copy of the model most of them
+      trained (Auxo grows cohorts by splitting; driftbench fixes their number at K).
+    """
+
+    name = "auxo"
+    description = "Auxo: every round, re-cluster the round's participants by their model updates (K cohorts)"
+    Params = ClusterCountParams
+
+    def setup(self, ctx: RunContext) -> None:
+        """One model copied into K cohorts, every client in cohort 0; no updates yet."""
+        super().setup(ctx)
+        self.models = {n: p.repeat(self.params.k, *([1] * (p.dim() - 1))) for n, p in self.models.items()}
+        self.used = np.zeros(self.params.k, dtype=bool)
+        self.used[0] = True
+        self.last_clients = np.zeros(0, dtype=np.int64)
+        self.last_updates = np.zeros((0, 0))
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Regroup last round's participants, then sample this round's uniformly."""
+        if len(self.last_clients) >= 2:
+            self.regroup(self.last_clients, self.last_updates)
+        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+
+    def regroup(self, ids: np.ndarray, updates: np.ndarray) -> None:
+        """k-means of the unit updates; groups matched to cohorts by overlap; new cohorts copy their source model."""
+        k = min(self.params.k, len(ids))
+        units = updates / np.maximum(np.linalg.norm(updates, axis=1, keepdims=True), 1e-12)
+        groups = KMeans(n_clusters=k, n_init=1, random_state=self.ctx.seed).fit_predict(units)
+        before = self.assignment[ids]
+        overlap = np.zeros((k, self.params.k))
+        np.add.at(overlap, (groups, before), 1.0)
+        rows, cohorts = linear_sum_assignment(overlap, maximize=True)
+        for g, cohort in zip(rows, cohorts):
+            members = ids[groups == g]
+            if not self.used[cohort]:
+                source = int(np.bincount(before[groups == g]).argmax())
+                for n, p in self.models.items():
+                    p[cohort] = p[source]
+                self.used[cohort] = True
+            self.assignment[members] = cohort
+
+    def aggregate(self, rnd: int, result: TrainResult) -> None:
+        """Average each cohort's participants; keep their updates for next round's regrouping."""
+        self.last_clients = result.plan.participants.copy()
+        self.last_updates = flat_updates(result.params, self.models, result.plan.start_models)
+        self.models = cluster_average(self.models, result.params, result.plan.start_models, result.num_samples)

@@ -1,0 +1,105 @@
+"""``feddrift``: loss-driven cluster creation and merging (Jothimurugesan et al., AISTATS 2023), small scale."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+
+from driftbench.config import require
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, sample_participants
+from driftbench.methods.clustering import remix_models
+
+
+@dataclass(frozen=True)
+class FedDriftParams(ProxParams):
+    """``delta``: loss increase that isolates a client, and the loss distance below which clusters merge."""
+
+    delta: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.delta > 0, f"delta must be > 0, got {self.delta}")
+
+
+def drifted(losses: np.ndarray, assignment: np.ndarray, previous: np.ndarray, delta: float) -> np.ndarray:
+    """Clients whose loss on their own cluster's model rose by more than ``delta`` since the previous round."""
+    own = losses[np.arange(len(assignment)), assignment]
+    return np.flatnonzero(own > previous + delta)
+
+
+def loss_distance(losses: np.ndarray, assignment: np.ndarray, k: int) -> np.ndarray:
+    """FedDrift's cluster distance: max over the pair of how much worse each cluster's clients do on the other's model."""
+    mean = np.stack([losses[assignment == c].mean(0) if (assignment == c).any() else np.full(k, np.inf) for c in range(k)])
+    own = np.diag(mean)
+    worse = mean - own[:, None]
+    return np.maximum(worse, worse.T)
+
+
+class FedDrift(Method):
+    """FedDrift: every client evaluates every cluster model each round; a loss jump isolates a client in a new cluster.
+
+    - A client is drifted when its loss on its cluster's model exceeds last round's by more
+      than ``delta``; each drifted client gets a new cluster whose model starts from the
+      shared initialisation.
+    - Clusters are merged by complete-linkage hierarchical clustering of the loss distance,
+      up to ``delta``; a merged model is the member-count-weighted mean of the merged models.
+    - Every client evaluates every model every round (K downloads, K losses, K passes each):
+      FIELDING runs FedDrift only at small scale for this reason.
+    """
+
+    name = "feddrift"
+    description = "FedDrift: every client evaluates every cluster model; new clusters on loss increases; loss-distance merging"
+    Params = FedDriftParams
+
+    def setup(self, ctx: RunContext) -> None:
+        """One cluster; no previous losses."""
+        super().setup(ctx)
+        self.previous = np.full(ctx.num_clients, np.inf)
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Evaluate all models on all clients, isolate drifted clients, merge close clusters, sample participants."""
+        everyone = np.arange(self.ctx.num_clients)
+        losses = clients.losses(everyone, np.arange(self.num_models))
+        isolated = drifted(losses, self.assignment, self.previous, self.params.delta)
+        if len(isolated):
+            losses = self.isolate(isolated, losses)
+        self.merge(losses)
+        self.previous = losses[everyone, self.assignment]
+        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+
+    def isolate(self, ids: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """One new cluster per drifted client, from the initial model; returns the losses with new columns (the clients' current loss)."""
+        fresh = {n: p.unsqueeze(0).repeat(len(ids), *([1] * p.dim())) for n, p in self.ctx.init_params.items()}
+        self.models = {n: torch.cat([m, fresh[n].to(m)]) for n, m in self.models.items()}
+        first = losses.shape[1]
+        self.assignment[ids] = first + np.arange(len(ids))
+        # untrained models: their loss is unknown until next round; an infinite loss keeps them from merging now
+        extra = np.full((len(losses), len(ids)), np.inf)
+        extra[ids, np.arange(len(ids))] = losses[ids].min(1)
+        return np.concatenate([losses, extra], axis=1)
+
+    def merge(self, losses: np.ndarray) -> None:
+        """Merge clusters whose loss distance is below ``delta`` (complete linkage); drop empty ones."""
+        k = self.num_models
+        present = np.unique(self.assignment)
+        if len(present) < 2:
+            self.relabel(present, np.zeros(len(present), dtype=np.int64))
+            return
+        distance = loss_distance(losses, self.assignment, k)[np.ix_(present, present)]
+        distance = np.nan_to_num(np.clip(distance, 0, None), posinf=1e9)
+        np.fill_diagonal(distance, 0)
+        groups = fcluster(linkage(squareform(distance, checks=False), method="complete"), t=self.params.delta, criterion="distance") - 1
+        self.relabel(present, groups.astype(np.int64))
+
+    def relabel(self, present: np.ndarray, groups: np.ndarray) -> None:
+        """Cluster present[i] becomes group groups[i]; each group's model is the member-count-weighted mean of its models."""
+        lookup = np.zeros(self.num_models, dtype=np.int64)
+        lookup[present] = groups
+        merged = lookup[self.assignment]
+        self.models = remix_models(self.models, self.assignment, merged)
+        self.assignment = merged

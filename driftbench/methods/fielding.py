@@ -1,0 +1,160 @@
+"""``fielding``: per-client adjustment with selective global re-clustering (FIELDING, paper 003, sections 2.2-2.3, Alg. 1-3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from driftbench.config import require
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
+from driftbench.methods.clustering import (
+    as_kernel_tensor,
+    any_cluster_wider_than,
+    cluster_centers,
+    kmeans_by_silhouette,
+    nearest_center,
+    pairwise_distances,
+    per_cluster_participants,
+    remix_models,
+)
+
+REPRESENTATIONS = ("label", "embedding", "gradient")
+TRIGGERS = ("diameter", "center_shift")
+
+
+@dataclass(frozen=True)
+class FieldingParams(ProxParams):
+    """Representation, distance, re-clustering trigger, adaptive threshold (c, m) and the K search of k-means."""
+
+    representation: str = "label"
+    distance: str = "l1"
+    trigger: str = "diameter"
+    c: float = 0.1
+    m: float = 2.0
+    k_min: int = 2
+    k_max: int = 10
+    restarts: int = 1
+    silhouette_sample: int = 1000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.representation in REPRESENTATIONS,
+                f"representation must be one of {', '.join(REPRESENTATIONS)}, got {self.representation!r}")
+        require(self.distance in ("l1", "js"), f"distance must be l1 or js, got {self.distance!r}")
+        require(self.distance == "l1" or self.representation == "label",
+                f"distance js needs representation label (a distribution), got {self.representation!r}")
+        require(self.trigger in TRIGGERS, f"trigger must be one of {', '.join(TRIGGERS)}, got {self.trigger!r}")
+        require(self.c > 0, f"c must be > 0, got {self.c}")
+        require(self.m >= 1, f"m must be >= 1, got {self.m}")
+        require(2 <= self.k_min <= self.k_max, f"need 2 <= k_min <= k_max, got {self.k_min}..{self.k_max}")
+        require(self.restarts >= 1, f"restarts must be >= 1, got {self.restarts}")
+        require(self.silhouette_sample >= 10, f"silhouette_sample must be >= 10, got {self.silhouette_sample}")
+
+
+def next_delta(delta: float, reclustered: bool, reclustered_before: bool, c: float, m: float) -> float:
+    """FIELDING's threshold after a drift round: x m after re-clustering at two consecutive drift rounds, else max(c, delta - c)."""
+    return m * delta if reclustered and reclustered_before else max(c, delta - c)
+
+
+def mean_embedding(features: torch.Tensor, probs: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
+    """A client's embedding representation: its mean classifier-input feature, scaled to unit L2 norm."""
+    mean = features.double().mean(0)
+    return (mean / mean.norm().clamp_min(1e-12)).cpu().numpy()
+
+
+class Fielding(Method):
+    """FIELDING: drifted clients move to the nearest cluster center; all clients are re-clustered when a cluster grows wider than Delta.
+
+    - Drifted clients are ``ClientQueries.changed``: a client knows its own data changed and
+      reports its new representation (label distribution, mean embedding or gradient).
+    - Moves use the centers as they were before any move of the round, so the order in which
+      drifted clients are handled does not matter.
+    - Re-clustering covers all clients (not only participants): k-means on the stored
+      representations, K in k_min..k_max by silhouette under the chosen distance (over a seeded
+      sample of ``silhouette_sample`` clients when there are more); each new cluster's model
+      is the mean of its members' previous cluster models.
+    - Delta starts at c and is updated after every round with drifted clients (``next_delta``).
+    - Participants: M/K per non-empty cluster; local training is FedProx with ``mu``.
+    - ``trigger = "diameter"`` (default) is the paper's rule (two clients of one cluster farther
+      apart than Delta), the rule its analysis covers; ``"center_shift"`` is the authors'
+      released code: median centers, re-cluster when a center moves by more than a third of
+      the mean distance between centers (Delta is then unused).
+    - Embeddings and gradients are taken at bank model 0 when reported and are not refreshed
+      later (the paper uses a separately trained, frozen shared model; driftbench has none).
+    """
+
+    name = "fielding"
+    description = "FIELDING: drifted clients move to the nearest center; global re-clustering past an adaptive threshold"
+    Params = FieldingParams
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Cluster at round 0, handle this round's drifted clients, then draw M/K participants per cluster."""
+        if rnd == 0:
+            self.representations = self.represent(clients, np.arange(self.ctx.num_clients))
+            self.delta, self.reclustered_before = self.params.c, False
+            self.assignment = self.global_clusters()
+            self.models = replicate({n: p[0] for n, p in self.models.items()}, int(self.assignment.max()) + 1)
+        elif len(clients.changed):
+            self.handle_drift(clients)
+        participants = per_cluster_participants(rng, self.assignment, self.ctx.train.participants)
+        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+
+    def represent(self, clients: ClientQueries, ids: np.ndarray) -> np.ndarray:
+        """The reported representations of clients ``ids`` (rows)."""
+        kind = self.params.representation
+        if kind == "label":
+            counts = clients.label_histograms(ids)
+            return counts / np.maximum(counts.sum(1, keepdims=True), 1)
+        if kind == "embedding":
+            return clients.features(ids, 0, mean_embedding)
+        grads = clients.gradients(ids, 0)
+        return grads / np.maximum(np.linalg.norm(grads, axis=1, keepdims=True), 1e-12)
+
+    def global_clusters(self) -> np.ndarray:
+        """k-means of all stored representations with K chosen by silhouette."""
+        p = self.params
+        return kmeans_by_silhouette(self.representations, p.k_min, p.k_max, self.ctx.seed, p.distance, p.restarts, p.silhouette_sample)
+
+    def handle_drift(self, clients: ClientQueries) -> bool:
+        """Move the drifted clients, re-cluster everyone if the trigger fires, update Delta; returns whether it re-clustered."""
+        changed = np.asarray(clients.changed)
+        moved, points, centers = self.adjust(changed, self.represent(clients, changed))
+        reclustered = self.needs_reclustering(points, moved, centers)
+        if reclustered:
+            self.assignment = self.global_clusters()
+            self.models = remix_models(self.models, moved, self.assignment)
+        else:
+            self.assignment = moved
+        self.delta = next_delta(self.delta, reclustered, self.reclustered_before, self.params.c, self.params.m)
+        self.reclustered_before = reclustered
+        return reclustered
+
+    def adjust(self, changed: np.ndarray, reported: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+        """Store the drifted clients' reports and move each to the nearest center as it was before any move.
+
+        Returns the moved assignment, all representations (kernel tensor) and the centers used.
+        """
+        reducer = "mean" if self.params.trigger == "diameter" else "median"
+        centers = cluster_centers(as_kernel_tensor(self.representations), self.assignment, self.num_models, reducer)
+        self.representations[changed] = reported
+        points = as_kernel_tensor(self.representations)
+        moved = self.assignment.copy()
+        moved[changed] = nearest_center(points[changed], centers, self.params.distance)
+        return moved, points, centers
+
+    def needs_reclustering(self, points: torch.Tensor, moved: np.ndarray, centers: torch.Tensor) -> bool:
+        """The trigger: a cluster wider than Delta (paper), or a center moved by over a third of the mean center distance (released code)."""
+        metric = self.params.distance
+        if self.params.trigger == "diameter":
+            return any_cluster_wider_than(points, moved, metric, self.delta)
+        present = ~torch.isnan(centers).any(1)
+        old = centers[present]
+        if len(old) < 2:
+            return False
+        between = pairwise_distances(old, old, metric)
+        limit = between.sum() / (len(old) * (len(old) - 1)) / 3
+        new = cluster_centers(points, moved, len(centers), "median")[present]
+        shift = pairwise_distances(old, torch.nan_to_num(new), metric).diagonal()
+        return bool((shift[~torch.isnan(new).any(1)] > limit).any())

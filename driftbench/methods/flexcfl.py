@@ -1,0 +1,67 @@
+"""``flexcfl``: groups from decomposed update directions, fixed K, drifted clients migrate (Duan et al., IEEE TPDS 2021)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.decomposition import TruncatedSVD
+from sklearn.metrics.pairwise import cosine_similarity
+
+from driftbench.methods.base import ClientQueries, Method, Plan, TrainResult, cluster_average, replicate, sample_participants
+from driftbench.methods.clustering import ClusterCountParams, flat_updates
+
+
+class FlexCFL(Method):
+    """FlexCFL: k-means over each client's cosine similarities to the top-K truncated-SVD directions of all update directions.
+
+    - Round 0: every client reports its gradient at the shared initial model (its update
+      direction is the negative gradient, so the cold start covers all clients, not a subset).
+    - Each group keeps a direction: the mean unit update of its latest participants.
+    - Drifted clients (``ClientQueries.changed``) report their gradient at their group's model
+      and migrate to the group whose direction is most cosine-similar to their negative gradient.
+    """
+
+    name = "flexcfl"
+    description = "FlexCFL: fixed K groups by truncated-SVD update directions (cosine); drifted clients migrate"
+    Params = ClusterCountParams
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Group everyone at round 0; afterwards migrate drifted clients; sample participants uniformly."""
+        if rnd == 0:
+            directions = -clients.gradients(np.arange(self.ctx.num_clients), 0)
+            self.assignment = decomposed_groups(directions, self.params.k, self.ctx.seed)
+            k = int(self.assignment.max()) + 1
+            self.models = replicate({n: p[0] for n, p in self.models.items()}, k)
+            self.group_directions = np.stack([unit(directions[self.assignment == g]).mean(0) for g in range(k)])
+        elif len(clients.changed):
+            self.migrate(clients, np.asarray(clients.changed))
+        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+
+    def migrate(self, clients: ClientQueries, changed: np.ndarray) -> None:
+        """Move each drifted client to the group whose direction is closest to its own."""
+        for group in np.unique(self.assignment[changed]):
+            members = changed[self.assignment[changed] == group]
+            directions = -clients.gradients(members, int(group))
+            self.assignment[members] = cosine_similarity(directions, self.group_directions).argmax(1)
+
+    def aggregate(self, rnd: int, result: TrainResult) -> None:
+        """Average each group's participants and refresh the group directions from their updates."""
+        updates = unit(flat_updates(result.params, self.models, result.plan.start_models))
+        for g in np.unique(result.plan.start_models):
+            self.group_directions[g] = updates[result.plan.start_models == g].mean(0)
+        self.models = cluster_average(self.models, result.params, result.plan.start_models, result.num_samples)
+
+
+def decomposed_groups(directions: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """k-means groups of the rows' cosine similarities to the top-k right singular vectors of the direction matrix."""
+    k = min(k, len(directions))
+    components = TruncatedSVD(n_components=k, algorithm="arpack" if k < min(directions.shape) else "randomized",
+                              random_state=seed).fit(directions).components_
+    features = cosine_similarity(directions, components)
+    return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(features).astype(np.int64)
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero)."""
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)

@@ -1,0 +1,79 @@
+"""``pacfl``: one-shot clustering by principal angles between clients' data subspaces (Vahidian et al., AAAI 2023)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import torch
+from sklearn.cluster import AgglomerativeClustering
+
+from driftbench.config import require
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate, sample_participants
+from driftbench.methods.clustering import kernel_device
+
+ANGLE_CHUNK = 256  # subspace pairs' rows per batched SVD
+
+
+@dataclass(frozen=True)
+class PACFLParams(ProxParams):
+    """``p`` principal vectors per client; clusters merge while their average angle (degrees) is below ``threshold``."""
+
+    p: int = 3
+    threshold: float = 15.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.p >= 1, f"p must be >= 1, got {self.p}")
+        require(0 < self.threshold <= 90, f"threshold must be in (0, 90] degrees, got {self.threshold}")
+
+
+def principal_vectors(inputs: torch.Tensor, labels: torch.Tensor, p: int) -> np.ndarray:
+    """A client's upload: the top-``p`` left singular vectors of its data matrix (features x samples), flattened."""
+    matrix = inputs.reshape(len(inputs), -1).double().T
+    u = torch.linalg.svd(matrix, full_matrices=False).U[:, :p]
+    if u.shape[1] < p:  # fewer samples than p: pad with zero columns, which add no angle information
+        u = torch.nn.functional.pad(u, (0, p - u.shape[1]))
+    return u.reshape(-1).cpu().numpy()
+
+
+def principal_angles(bases: torch.Tensor) -> torch.Tensor:
+    """Mean principal angle in degrees between every pair of subspaces (bases: n x D x p, orthonormal columns)."""
+    rows = []
+    for i in range(0, len(bases), ANGLE_CHUNK):
+        cosines = torch.linalg.svdvals(torch.einsum("adp,bdq->abpq", bases[i : i + ANGLE_CHUNK], bases))
+        rows.append(torch.rad2deg(torch.arccos(cosines.clamp(-1, 1))).mean(-1))
+    return torch.cat(rows)
+
+
+class PACFL(Method):
+    """PACFL: each client uploads p principal vectors of its data once; hierarchical clustering of principal angles.
+
+    Proximity is the mean of the p principal angles (0 for identical subspaces, 90 for
+    orthogonal ones); average linkage merges clusters up to ``threshold`` degrees. One shot:
+    clusters are fixed after round 0 (drifted clients keep theirs).
+    """
+
+    name = "pacfl"
+    description = "PACFL: one-shot hierarchical clustering of principal angles between clients' data subspaces"
+    Params = PACFLParams
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Cluster once at round 0; sample participants uniformly; each trains its cluster's model."""
+        if rnd == 0:
+            n, p = self.ctx.num_clients, self.params.p
+            vectors = clients.data(np.arange(n), partial(principal_vectors, p=p))
+            angles = principal_angles(torch.as_tensor(vectors, device=kernel_device()).reshape(n, -1, p)).cpu().numpy()
+            self.assignment = angle_clusters(angles, self.params.threshold)
+            self.models = replicate({k: v[0] for k, v in self.models.items()}, int(self.assignment.max()) + 1)
+        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+
+
+def angle_clusters(angles: np.ndarray, threshold: float) -> np.ndarray:
+    """Average-linkage hierarchical clusters of a precomputed angle matrix, merged up to ``threshold``."""
+    if len(angles) < 2:
+        return np.zeros(len(angles), dtype=np.int64)
+    model = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average", distance_threshold=threshold)
+    return model.fit_predict((angles + angles.T) / 2).astype(np.int64)

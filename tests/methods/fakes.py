@@ -1,0 +1,37 @@
+"""Hand-made client answers for method unit tests."""
+
+import numpy as np
+import torch
+
+from driftbench.engine.train_config import TrainConfig
+from driftbench.methods.base import ClientQueries, Overhead, RunContext
+
+
+class ScriptedClients:
+    """Clients whose histograms, losses, gradients and inputs are given arrays (rows indexed by client)."""
+
+    def __init__(self, hist=None, losses=None, grads=None, inputs=None):
+        self.hist, self.loss_table, self.grads, self.inputs_table = hist, losses, grads, inputs
+
+    def label_histograms(self, clients):
+        return self.hist[clients]
+
+    def losses(self, clients, models):
+        return self.loss_table[np.ix_(clients, models)]
+
+    def gradients(self, clients, model):
+        return self.grads[clients]
+
+    def inputs(self, clients, summarize):
+        return np.stack([summarize(torch.as_tensor(self.inputs_table[c]), torch.zeros(len(self.inputs_table[c]))) for c in clients])
+
+
+def context(n, participants, params=None, classes=3):
+    """A run context with a tiny two-entry model (or ``params``)."""
+    init = params if params is not None else {"w": torch.zeros(2, dtype=torch.float64)}
+    return RunContext(n, classes, init, TrainConfig(participants=participants), seed=0)
+
+
+def queries(side, changed=(), overhead=None, model_bytes=100):
+    """ClientQueries over ``side`` with the given drifted clients."""
+    return ClientQueries(np.asarray(changed, dtype=np.int64), side, model_bytes, False, overhead if overhead is not None else Overhead())

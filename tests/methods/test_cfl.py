@@ -1,0 +1,42 @@
+"""CFL: the split condition and the cosine bipartition of a cluster's members."""
+
+import numpy as np
+import torch
+
+from driftbench.methods.base import Overhead, Plan, TrainResult
+from driftbench.methods.catalog import load_method
+from driftbench.methods.cfl import bipartition, should_split
+
+from tests.methods.fakes import ScriptedClients, context, queries
+
+
+def test_split_needs_a_small_mean_and_a_large_maximum():
+    opposite = np.array([[2.0, 0.0], [-2.0, 0.1]])
+    assert should_split(opposite, np.ones(2), eps1=0.4, eps2=1.0)  # mean norm 0.05, max norm 2.0
+    assert not should_split(opposite, np.ones(2), eps1=0.4, eps2=3.0)  # no large update
+    aligned = np.array([[2.0, 0.0], [1.5, 0.0]])
+    assert not should_split(aligned, np.ones(2), eps1=0.4, eps2=1.0)  # the mean is still large
+    assert not should_split(opposite, np.array([1.0, 0.0]), eps1=0.4, eps2=1.0)  # weighted mean = first update
+
+
+def test_bipartition_separates_opposite_directions():
+    rows = np.array([[1, 0.1, 0], [1, -0.1, 0], [-1, 0, 0.1], [-1, 0.1, 0.1]])
+    halves = bipartition(rows)
+    assert halves[0] == halves[1] != halves[2] == halves[3]
+
+
+def test_flagged_cluster_is_split_by_all_members_gradients_next_round():
+    method = load_method("cfl", {"warmup": "0"}).create()
+    method.setup(context(4, participants=2))
+    plan = Plan(np.array([0, 2]), np.array([0, 0]))
+    trained = {"w": torch.tensor([[2.0, 0.0], [-2.0, 0.1]], dtype=torch.float64)}
+    method.aggregate(0, TrainResult(plan, trained, np.array([1, 1]), np.zeros(2)))
+    assert method.to_split.tolist() == [0]
+    grads = np.array([[-1.0, 0.0], [-1.0, 0.1], [1.0, 0.0], [1.0, 0.1]])
+    overhead = Overhead()
+    method.plan(1, queries(ScriptedClients(grads=grads), overhead=overhead, model_bytes=100), np.random.default_rng(0))
+    a = method.assignment
+    assert a[0] == a[1] != a[2] == a[3] and method.num_models == 2
+    assert torch.equal(method.models["w"][0], method.models["w"][1])  # the new half copies the cluster model
+    # 4 members: the model down, a 2-number gradient up, one pass each
+    assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (400, 32, 4)

@@ -1,0 +1,27 @@
+"""IFCA: each participant trains its lowest-loss model; K - 1 extra downloads, K losses and passes each."""
+
+import numpy as np
+
+from driftbench.methods.base import Overhead
+from driftbench.methods.catalog import load_method
+from driftbench.methods.ifca import best_models
+
+from tests.methods.fakes import ScriptedClients, context, queries
+
+
+def test_best_models_is_the_row_argmin():
+    losses = np.array([[0.5, 0.2, 0.9], [0.1, 0.3, 0.2], [0.7, 0.7, 0.4]])
+    assert best_models(losses).tolist() == [1, 0, 2]
+
+
+def test_participants_train_their_lowest_loss_model_and_overhead_is_counted():
+    method = load_method("ifca", {"k": "3"}).create()
+    method.setup(context(6, participants=6))
+    losses = np.array([[0.5, 0.2, 0.9], [0.1, 0.3, 0.2], [0.7, 0.7, 0.4], [0.3, 0.1, 0.2], [0.0, 1.0, 1.0], [2.0, 1.0, 0.5]])
+    overhead = Overhead()
+    plan = method.plan(0, queries(ScriptedClients(losses=losses), overhead=overhead, model_bytes=100), np.random.default_rng(0))
+    assert plan.participants.tolist() == list(range(6))
+    assert plan.start_models.tolist() == [1, 0, 2, 1, 0, 2] == method.assignment.tolist()
+    assert method.num_models == 3 and plan.models_downloaded == 1
+    # 6 participants x (3 - 1) extra models; 3 losses up and 3 forward passes each
+    assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (1200, 72, 18)
