@@ -1,0 +1,117 @@
+"""``cflgt``: CFLGT (004 Algorithm 1): FedAvg pre-training, gradient trajectories of the classifier, Affinity Propagation.
+
+After ``pretrain_rounds`` rounds of FedAvg every client runs the global model over its
+window and computes, per class c, the pulling force (positives: sum of (1 - p_c) v) and the
+pushing force (negatives: sum of p_c v) at the classifier input v (Eq. 6), each averaged over
+its d entries to a scalar (Eq. 8): C points (pull, push), the client's gradient trajectory.
+The server clusters trajectories by Affinity Propagation on the mean L2 distance between
+corresponding points. Clusters then stay fixed (the paper has no drift handling) unless
+``recluster_every`` > 0 re-runs the clustering every that many rounds.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy.spatial.distance import cdist
+from sklearn.cluster import AffinityPropagation
+from sklearn.exceptions import ConvergenceWarning
+
+from driftbench.config import require
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, sample_participants
+from driftbench.methods.clustering import remix_models
+
+log = logging.getLogger("driftbench")
+AP_MAX_ITER = 1000
+
+
+@dataclass(frozen=True)
+class CFLGTParams(ProxParams):
+    """FedAvg pre-training rounds K, and re-clustering every ``recluster_every`` rounds after that (0 = never, the paper)."""
+
+    pretrain_rounds: int = 10
+    recluster_every: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.pretrain_rounds >= 0, f"pretrain_rounds must be >= 0, got {self.pretrain_rounds}")
+        require(self.recluster_every >= 0, f"recluster_every must be >= 0 (0 = never), got {self.recluster_every}")
+
+
+def class_forces(features: torch.Tensor, probs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 6 per class: pulling and pushing forces (each C x d), per sample, so that push - pull = d(mean CE)/dW.
+
+    Choice: forces are divided by the window size (the paper sums) so clients with different
+    amounts of data stay comparable.
+    """
+    positive = F.one_hot(labels, probs.shape[1]).to(probs.dtype)
+    pull = ((positive * (1 - probs)).T @ features) / len(labels)
+    push = (((1 - positive) * probs).T @ features) / len(labels)
+    return pull, push
+
+
+def trajectory(features: torch.Tensor, probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Eq. 8: a client's gradient trajectory [Z'_1 (C), Z'_2 (C)]: each class's forces averaged over their d entries."""
+    pull, push = class_forces(features, probs, labels)
+    return torch.cat([pull.mean(1), push.mean(1)])
+
+
+def trajectory_distances(trajectories: np.ndarray) -> np.ndarray:
+    """Mean over classes of the L2 distance between corresponding points (pull_c, push_c) of two trajectories."""
+    classes = trajectories.shape[1] // 2
+    points = np.stack([trajectories[:, :classes], trajectories[:, classes:]], axis=2)
+    return sum(cdist(points[:, c], points[:, c]) for c in range(classes)) / classes
+
+
+def affinity_clusters(distances: np.ndarray, seed: int) -> np.ndarray:
+    """Affinity Propagation (scikit-learn) on similarity = -distance, default preference (the median similarity).
+
+    Choice: if it does not converge in AP_MAX_ITER iterations, every client goes to one cluster.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        labels = AffinityPropagation(affinity="precomputed", max_iter=AP_MAX_ITER, random_state=seed).fit_predict(-distances)
+    if (labels < 0).any():
+        log.warning("cflgt: Affinity Propagation did not converge; one cluster for all clients")
+        return np.zeros(len(distances), dtype=np.int64)
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64)
+
+
+class CFLGT(Method):
+    """CFLGT; participants are drawn uniformly and train their cluster's model.
+
+    Counting: the trajectory query downloads the probe model to every client, costs each one
+    forward pass and uploads 2C numbers. The probe is the global FedAvg model at the first
+    clustering; at a re-clustering it is the mean of the clients' cluster models (the shared
+    model every client evaluates), and each new cluster starts from the mean of its members'
+    old cluster models.
+    """
+
+    name = "cflgt"
+    description = "CFLGT: FedAvg pre-training, classifier gradient trajectories, Affinity Propagation"
+    Params = CFLGTParams
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Cluster when due, then sample participants uniformly; each trains its cluster's model."""
+        if self._clustering_due(rnd):
+            self._cluster(clients)
+        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+
+    def _clustering_due(self, rnd: int) -> bool:
+        since = rnd - self.params.pretrain_rounds
+        every = self.params.recluster_every
+        return since == 0 or (since > 0 and every > 0 and since % every == 0)
+
+    def _cluster(self, clients: ClientQueries) -> None:
+        everyone = np.arange(self.ctx.num_clients)
+        old_models, old_assignment = self.models, self.assignment
+        self.models = remix_models(old_models, old_assignment, np.zeros(self.ctx.num_clients, dtype=np.int64))
+        trajectories = clients.features(everyone, 0, trajectory)
+        self.assignment = affinity_clusters(trajectory_distances(trajectories), self.ctx.seed)
+        self.models = remix_models(old_models, old_assignment, self.assignment)

@@ -1,0 +1,149 @@
+"""``fedcm``: Fed-CM (000 section 4): gradient-path similarity, modularity clustering, migration by update angle.
+
+Warm-up: every client trains ``warmup_steps`` local steps from the shared initial model and
+uploads its classifier layer's change at every step (the gradient path, Eq. 2-3). The server
+builds a graph weighted by the cosine similarity of the flattened paths (Eq. 4) and groups
+clients by modularity-maximising local moves from singletons (Eq. 5, Algorithm 1). Then, each
+round, a participant whose classifier update points away from its cluster's update direction
+(cosine < tau, Eq. 6-8) migrates to the cluster whose direction is closest (Eq. 9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+import torch
+from sklearn.metrics.pairwise import cosine_similarity
+
+from driftbench.config import require
+from driftbench.methods.base import (
+    ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average, replicate, sample_participants,
+)
+from driftbench.methods.clustering import flat_updates
+
+
+@dataclass(frozen=True)
+class FedCMParams(ProxParams):
+    """Warm-up length, migration threshold ``tau`` on the update-angle cosine, and the migration switch (false = Fed-CM*).
+
+    Choice: the paper gives no tau; 0 flags a participant whose update points away from its cluster's.
+    """
+
+    warmup_steps: int = 20
+    tau: float = 0.0
+    migrate: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.warmup_steps >= 1, f"warmup_steps must be >= 1, got {self.warmup_steps}")
+        require(-1 <= self.tau <= 1, f"tau must be in [-1, 1] (a cosine), got {self.tau}")
+
+
+def path_similarity(paths: np.ndarray) -> np.ndarray:
+    """Eq. 4: cosine similarity (clients x clients) of gradient paths flattened to rows (clients x steps*params)."""
+    return cosine_similarity(paths)
+
+
+def similarity_graph(similarity: np.ndarray) -> nx.Graph:
+    """Clients as nodes, an edge of weight s_ij for every pair with s_ij > 0.
+
+    Choice (the paper is silent): modularity needs non-negative weights, so pairs whose paths
+    point apart (s_ij <= 0) get no edge, and there are no self-loops.
+    """
+    weights = np.where(similarity > 0, similarity, 0.0)
+    np.fill_diagonal(weights, 0.0)
+    return nx.from_numpy_array(weights)
+
+
+def modularity_local_moves(graph: nx.Graph, seed: int) -> np.ndarray:
+    """Algorithm 1: from singletons, move nodes to the neighbouring cluster with the largest modularity gain until none gains.
+
+    This is the first level of Louvain (networkx), without Louvain's later graph aggregation.
+    """
+    partition = next(nx.community.louvain_partitions(graph, weight="weight", resolution=1, seed=seed))
+    labels = np.zeros(graph.number_of_nodes(), dtype=np.int64)
+    for label, members in enumerate(sorted(partition, key=min)):
+        labels[sorted(members)] = label
+    return labels
+
+
+def migrations(updates: np.ndarray, cluster: np.ndarray, num_clusters: int, tau: float) -> np.ndarray:
+    """Eq. 6-9: each participant's cluster after migration, from its update (row) and current cluster.
+
+    A cluster's direction is the norm-weighted mean of its participants' unit updates,
+    normalised (Eq. 7), i.e. the direction of their summed updates. A participant whose cosine
+    with its own cluster's direction is below ``tau`` moves to the cluster (among those with
+    participants this round) whose direction is closest.
+    """
+    norms = np.linalg.norm(updates, axis=1, keepdims=True)
+    theta = np.divide(updates, norms, out=np.zeros_like(updates), where=norms > 0)
+    summed = np.zeros((num_clusters, updates.shape[1]))
+    np.add.at(summed, cluster, updates)
+    lengths = np.linalg.norm(summed, axis=1, keepdims=True)
+    directions = np.divide(summed, lengths, out=np.zeros_like(summed), where=lengths > 0)
+    scores = theta @ directions.T
+    scores[:, lengths[:, 0] == 0] = -np.inf
+    own = scores[np.arange(len(cluster)), cluster]
+    return np.where(own < tau, scores.argmax(1), cluster)
+
+
+class FedCM(Method):
+    """Fed-CM; ``migrate = false`` is the paper's Fed-CM* ablation (clusters fixed after the warm-up).
+
+    Counting: the warm-up runs as ordinary training rounds of at most ``participants`` clients
+    each (ceil(clients / participants) rounds, disjoint slices, all from the shared initial
+    model, bank unchanged), so its compute and model traffic are on the clock; the paths
+    (steps x classifier size numbers per client) are extra upload. Clusters then start from the
+    shared initial model (the paper clusters before federated training). Migration uses the
+    uploaded models, so it costs no traffic. Choice: a migrating participant's update is not
+    aggregated that round (it was trained from its old cluster's model on data that no longer
+    fits it); it trains its new cluster's model from its next participation on.
+    """
+
+    name = "fedcm"
+    description = "Fed-CM: gradient-path similarity, modularity clustering, migration by update angle"
+    Params = FedCMParams
+
+    def setup(self, ctx: RunContext) -> None:
+        """One shared model until every client has warmed up; no paths yet."""
+        super().setup(ctx)
+        self.personal = (f"{ctx.classifier}.weight", f"{ctx.classifier}.bias")
+        self.warmup_rounds = -(-ctx.num_clients // ctx.train.participants)
+        self.paths: np.ndarray | None = None
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Warm-up slice with recorded classifier paths, then uniform participants on their clusters' models."""
+        if rnd < self.warmup_rounds:
+            participants = np.array_split(np.arange(self.ctx.num_clients), self.warmup_rounds)[rnd]
+            path_floats = self.params.warmup_steps * sum(self.ctx.init_params[n].numel() for n in self.personal)
+            return Plan(participants, np.zeros(len(participants), dtype=np.int64), mu=self.params.mu,
+                        record=self.personal, local_steps=self.params.warmup_steps, upload_floats=path_floats)
+        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+
+    def aggregate(self, rnd: int, result: TrainResult) -> None:
+        """Collect warm-up paths and cluster after the last slice; afterwards migrate, then average per cluster."""
+        if rnd < self.warmup_rounds:
+            self._collect(rnd, result)
+            return
+        start = result.plan.start_models
+        weights = result.num_samples
+        if self.params.migrate:
+            updates = flat_updates({n: result.params[n] for n in self.personal}, {n: self.models[n] for n in self.personal}, start)
+            target = migrations(updates, start, self.num_models, self.params.tau)
+            self.assignment[result.plan.participants] = target
+            weights = np.where(target == start, weights, 0)
+        self.models = cluster_average(self.models, result.params, start, weights)
+
+    def _collect(self, rnd: int, result: TrainResult) -> None:
+        rows = torch.cat([result.path[n].reshape(len(result.plan.participants), -1) for n in self.personal], dim=1)
+        if self.paths is None:
+            self.paths = np.zeros((self.ctx.num_clients, rows.shape[1]), dtype=np.float32)
+        self.paths[result.plan.participants] = rows.cpu().numpy()
+        if rnd == self.warmup_rounds - 1:
+            graph = similarity_graph(path_similarity(self.paths))
+            self.assignment = modularity_local_moves(graph, self.ctx.seed)
+            self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
+            self.paths = None

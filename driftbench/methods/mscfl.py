@@ -1,0 +1,269 @@
+"""``mscfl``: MSCFL (002, Algorithms 1-2): clustering by pruning masks, re-clustering when masks stop being consistent.
+
+A client round has two phases: the client pre-trains its cluster's model for
+``pretrain_epochs`` (E_pre), magnitude-prunes it to its own ratio pr (drawn once per client
+from N(``prune_mean``, ``prune_std``^2) clipped to [``prune_min``, ``prune_max``]), trains the
+pruned model for ``epochs`` (E_after) with pruned entries held at zero, and uploads model and
+mask. The server computes each participant's Hamming distance H_t between its last two masks;
+if some participant has H_t > ``tau`` x H_{t-1}, it re-clusters every client (Algorithm 2:
+COUNTTARGET on pruned or retained positions, whichever ratio of the pair is smallest, then
+hierarchical clustering). Each cluster's model is averaged entry by entry over the
+participants that retained the entry (the intersection of retained parameters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+from sklearn.metrics import silhouette_score
+
+from driftbench.config import require
+from driftbench.engine.batched import Params
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, sample_participants
+from driftbench.methods.clustering import as_kernel_tensor, remix_models
+
+RATIO_STREAM = 21  # RNG stream (with the run seed) of the clients' pruning ratios
+CLUSTER_RANGE = (2, 10)  # K searched by silhouette when ``clusters`` = 0
+BITS_PER_FLOAT = 32  # a mask travels as one bit per prunable entry, counted in float32 numbers
+
+
+@dataclass(frozen=True)
+class MSCFLParams(ProxParams):
+    """E_pre and E_after (epochs), the pruning-ratio law, consistency threshold tau, cluster count, migration switch.
+
+    ``migrate = false`` is MSCFL-alpha (clusters fixed after the first round). ``clusters`` = 0
+    picks K in 2..10 by silhouette (the paper's code fixes K to the known number of groups).
+    Choice: the paper gives no E_pre / E_after; 1 and 3 epochs. sigma^2 = 0.25 -> std 0.5.
+    """
+
+    pretrain_epochs: float = 1.0
+    epochs: float = 3.0
+    prune_mean: float = 0.4
+    prune_std: float = 0.5
+    prune_min: float = 0.2
+    prune_max: float = 0.7
+    tau: float = 1.1
+    clusters: int = 0
+    migrate: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.pretrain_epochs > 0, f"pretrain_epochs must be > 0, got {self.pretrain_epochs}")
+        require(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
+        require(self.prune_std >= 0, f"prune_std must be >= 0, got {self.prune_std}")
+        require(0 < self.prune_min <= self.prune_max < 1,
+                f"prune_min and prune_max must satisfy 0 < prune_min <= prune_max < 1, got {self.prune_min} and {self.prune_max}")
+        require(self.tau > 0, f"tau must be > 0, got {self.tau}")
+        require(self.clusters >= 0, f"clusters must be >= 0 (0 = by silhouette), got {self.clusters}")
+
+
+def pruning_ratios(rng: np.random.Generator, count: int, p: MSCFLParams) -> np.ndarray:
+    """Each client's pruning ratio pr ~ N(prune_mean, prune_std^2), clipped to [prune_min, prune_max]."""
+    return np.clip(rng.normal(p.prune_mean, p.prune_std, count), p.prune_min, p.prune_max)
+
+
+def prunable(params: Params) -> tuple[str, ...]:
+    """Names of the weight matrices and kernels (two or more dimensions); biases and norm scales are never pruned."""
+    return tuple(n for n, p in params.items() if p.dim() >= 2)
+
+
+def magnitude_masks(models: Params, names: tuple[str, ...], ratios: np.ndarray) -> Params:
+    """Per model row and layer, a 0/1 mask with the round(ratio x size) smallest-magnitude entries at 0.
+
+    Choice: layer-wise unstructured magnitude pruning (the paper allows any MP technique);
+    ties are broken by position, so exactly that many entries are pruned.
+    """
+    out = {}
+    for name in names:
+        p = models[name]
+        flat = p.reshape(len(p), -1).abs()
+        ranks = flat.argsort(dim=1, stable=True).argsort(dim=1, stable=True)
+        pruned = torch.as_tensor(np.rint(ratios * flat.shape[1]), device=p.device)
+        out[name] = (ranks >= pruned[:, None]).to(p.dtype).view_as(p)
+    return out
+
+
+def mask_bits(masks: Params, names: tuple[str, ...]) -> np.ndarray:
+    """Each row's masks flattened in ``names`` order and packed to bits (rows x ceil(L / 8) uint8)."""
+    flat = torch.cat([masks[n].reshape(len(masks[n]), -1) for n in names], dim=1)
+    return np.packbits(flat.bool().cpu().numpy(), axis=1)
+
+
+def hamming_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise Hamming distance between packed masks (number of positions that differ)."""
+    return np.bitwise_count(np.bitwise_xor(a, b)).sum(axis=1).astype(np.int64)
+
+
+def inconsistent(previous: np.ndarray, current: np.ndarray, tau: float) -> np.ndarray:
+    """Consistency check: H_t > tau x H_{t-1}, for clients with both distances (``previous`` < 0 means none yet)."""
+    return (previous >= 0) & (current > tau * previous)
+
+
+def count_target(a: np.ndarray, b: np.ndarray, ratio: float, target: int) -> float:
+    """Algorithm 2's COUNTTARGET: positions where both masks equal ``target``, divided by ratio x length."""
+    return float(((a == b) & (a == target)).sum() / (ratio * len(a)))
+
+
+def structure_similarity(masks: np.ndarray) -> np.ndarray:
+    """Algorithm 2 for every pair of 0/1 mask rows (clients x L): COUNTTARGET on the side of the smallest ratio.
+
+    For clients i, j the smallest of (pr_i, pr_j, rr_i, rr_j) picks pruned positions (target 0,
+    ratio min(pr)) or retained ones (target 1, ratio min(rr)); ties go to the pruned side.
+    Choice: pr and rr are read from the masks themselves (they equal the drawn ratios up to rounding).
+    """
+    x = as_kernel_tensor(masks)
+    length = x.shape[1]
+    retained = x.mean(1)
+    pr_min = torch.minimum((1 - retained)[:, None], (1 - retained)[None, :])
+    rr_min = torch.minimum(retained[:, None], retained[None, :])
+    use_pruned = pr_min <= rr_min
+    counts = torch.where(use_pruned, (1 - x) @ (1 - x).T, x @ x.T)
+    ratio = torch.where(use_pruned, pr_min, rr_min).clamp_min(1 / length)
+    return (counts / (ratio * length)).double().cpu().numpy()
+
+
+def structure_clusters(similarity: np.ndarray, clusters: int) -> np.ndarray:
+    """Average-linkage hierarchical clustering on 1 - similarity into ``clusters`` groups, or K in 2..10 by silhouette when 0.
+
+    Labels are 0..K-1; one cluster when no K in range gives at least two groups.
+    """
+    distance = np.clip(1 - (similarity + similarity.T) / 2, 0, None)
+    np.fill_diagonal(distance, 0)
+    if len(distance) < 2:
+        return np.zeros(len(distance), dtype=np.int64)
+    tree = linkage(squareform(distance, checks=False), method="average")
+    if clusters:
+        return relabel(fcluster(tree, clusters, criterion="maxclust"))
+    best, best_score = np.zeros(len(distance), dtype=np.int64), -np.inf
+    for k in range(CLUSTER_RANGE[0], min(CLUSTER_RANGE[1], len(distance) - 1) + 1):
+        labels = fcluster(tree, k, criterion="maxclust")
+        if len(np.unique(labels)) < 2:
+            continue
+        score = silhouette_score(distance, labels, metric="precomputed")
+        if score > best_score:
+            best, best_score = relabel(labels), score
+    return best
+
+
+def relabel(labels: np.ndarray) -> np.ndarray:
+    """Labels renumbered 0..K-1 in sorted order."""
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64)
+
+
+def masked_average(bank: Params, trained: Params, masks: Params, cluster: np.ndarray, weights: np.ndarray) -> Params:
+    """Each bank entry becomes the weighted mean over the participants of its cluster that retained it.
+
+    Parameters without a mask count as retained by everyone; an entry no participant of its
+    cluster retained (or a cluster without participants) keeps the bank's value.
+    """
+    device, dtype = next(iter(bank.values())).device, next(iter(bank.values())).dtype
+    index = torch.as_tensor(cluster, device=device)
+    w = torch.as_tensor(weights, dtype=dtype, device=device)
+    out = {}
+    for name, models in bank.items():
+        entry = w.view((-1,) + (1,) * (models.dim() - 1)) * (masks[name] if name in masks else 1)
+        entry = entry.expand_as(trained[name])
+        total = torch.zeros_like(models).index_add_(0, index, entry)
+        summed = torch.zeros_like(models).index_add_(0, index, trained[name] * entry)
+        out[name] = torch.where(total > 0, summed / total.clamp(min=1e-30), models)
+    return out
+
+
+def window_size(inputs: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
+    """A client's number of training samples (the one number it reports to size its epochs)."""
+    return np.array([len(labels)], dtype=np.float64)
+
+
+class MSCFL(Method):
+    """MSCFL; participants are drawn uniformly, except that every client takes part in the first round.
+
+    Phases: the engine trains one phase per round, so a client round takes two scheduler rounds:
+    pre-training (E_pre, no mask), then training the pruned model (E_after, with its mask). The
+    pruned models wait in the bank as extra rows between the two. Evaluation always uses the
+    cluster models. Choices:
+    - every client pre-trains in the first round, all from the shared initial model, so the
+      first clustering compares masks of one starting point (the paper's full participation);
+      later re-clusterings use each client's latest mask;
+    - one epoch = the participants' mean window size / batch size steps (rounded, at least 1);
+    - after a clustering the Hamming history restarts (as in the authors' code): masks pruned
+      from the old cluster models are not compared with masks pruned from the new ones, so a
+      client needs three masks after a clustering before it can trigger the next one;
+    - a new clustering's models start as the mean of their members' old cluster models, then
+      this round's uploads are averaged in.
+    Counting: the pre-training phase downloads the cluster model and uploads nothing; the
+    second phase downloads nothing and uploads the model (counted dense) plus the mask at one
+    bit per prunable entry (L / 32 float32 numbers). Each participant reports its window size
+    (one number). The clock runs the two phases one after the other.
+    """
+
+    name = "mscfl"
+    description = "MSCFL: clustering by pruning-mask structure, re-clustering when masks change faster than tau"
+    Params = MSCFLParams
+
+    def setup(self, ctx: RunContext) -> None:
+        """One shared model; pruning ratios drawn once per client; no masks yet."""
+        super().setup(ctx)
+        self.ratios = pruning_ratios(np.random.default_rng([ctx.seed, RATIO_STREAM]), ctx.num_clients, self.params)
+        self.names = prunable(ctx.init_params)
+        self.mask_length = sum(ctx.init_params[n].numel() for n in self.names)
+        self.masks = np.zeros((ctx.num_clients, -(-self.mask_length // 8)), dtype=np.uint8)
+        self.seen = np.zeros(ctx.num_clients, dtype=bool)  # has uploaded a mask
+        self.fresh = np.zeros(ctx.num_clients, dtype=bool)  # has uploaded a mask since the last clustering
+        self.hamming = np.full(ctx.num_clients, -1, dtype=np.int64)  # H_{t-1} per client; -1 = not yet
+        self.clustered = False
+        self.pending = np.zeros(0, dtype=np.int64)  # participants between pre-training and training
+        self.pending_masks: Params = {}
+        self.train_steps = 1
+
+    def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
+        """Pre-training for newly drawn participants, or training of the pending participants' pruned models."""
+        if len(self.pending):
+            k = len(self.pending)
+            return Plan(self.pending, self.num_models - k + np.arange(k), mu=self.params.mu, models_downloaded=0,
+                        masks=self.pending_masks, local_steps=self.train_steps,
+                        upload_floats=-(-self.mask_length // BITS_PER_FLOAT))
+        if self.seen.all():
+            participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        else:
+            participants = np.arange(self.ctx.num_clients)
+        sizes = clients.data(participants, window_size)[:, 0]
+        epoch = float(sizes.mean()) / self.ctx.train.batch_size
+        self.train_steps = max(1, round(self.params.epochs * epoch))
+        return Plan(participants, self.assignment[participants], mu=self.params.mu, models_uploaded=0,
+                    local_steps=max(1, round(self.params.pretrain_epochs * epoch)))
+
+    def aggregate(self, rnd: int, result: TrainResult) -> None:
+        """After pre-training: prune and park the pruned models; after training: check masks, cluster, average."""
+        if not len(self.pending):
+            self._prune(result)
+            return
+        participants = result.plan.participants
+        self.models = {n: p[: self.num_models - len(participants)] for n, p in self.models.items()}
+        bits = mask_bits(result.plan.masks, self.names)
+        current = np.where(self.fresh[participants], hamming_distances(self.masks[participants], bits), -1)
+        drifted = inconsistent(self.hamming[participants], current, self.params.tau)
+        self.masks[participants], self.hamming[participants] = bits, current
+        self.seen[participants] = self.fresh[participants] = True
+        if self.seen.all() and (not self.clustered or (self.params.migrate and drifted.any())):
+            self._cluster()
+            self.fresh[:], self.hamming[:] = False, -1
+        self.models = masked_average(self.models, result.params, result.plan.masks, self.assignment[participants],
+                                     result.num_samples)
+        self.pending, self.pending_masks = np.zeros(0, dtype=np.int64), {}
+
+    def _prune(self, result: TrainResult) -> None:
+        participants = result.plan.participants
+        masks = magnitude_masks(result.params, self.names, self.ratios[participants])
+        pruned = {n: p * masks[n] if n in masks else p for n, p in result.params.items()}
+        self.models = {n: torch.cat([p, pruned[n]]) for n, p in self.models.items()}
+        self.pending, self.pending_masks = participants, masks
+
+    def _cluster(self) -> None:
+        masks = np.unpackbits(self.masks, axis=1, count=self.mask_length)
+        labels = structure_clusters(structure_similarity(masks), self.params.clusters)
+        self.models = remix_models(self.models, self.assignment, labels)
+        self.assignment, self.clustered = labels, True

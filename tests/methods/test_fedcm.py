@@ -1,0 +1,124 @@
+"""Fed-CM: gradient-path cosine (Eq. 4), modularity local moves (Eq. 5, Algorithm 1), migration (Eq. 6-9), end to end."""
+
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+from driftbench.cli import main
+from driftbench.engine.train_config import TrainConfig
+from driftbench.errors import ConfigError
+from driftbench.methods.base import Plan, RunContext, TrainResult
+from driftbench.methods.catalog import load_method
+from driftbench.methods.fedcm import migrations, modularity_local_moves, path_similarity, similarity_graph
+
+TINY = ["--rounds", "6", "--set", "clients=12", "--set", "train.participants=6", "--set", "train.local_steps=3",
+        "--set", "drift_every=3", "--set", "method.warmup_steps=4", "--quiet"]
+
+
+def test_path_similarity_is_eq4_over_all_steps_and_layers():
+    # client rows: [step1 weight (2), step1 bias (1), step2 weight (2), step2 bias (1)]
+    paths = np.array([[1.0, 0.0, 1.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0, 0.0, 2.0], [-1.0, 0.0, -1.0, 0.0, -1.0, 0.0]])
+    s = path_similarity(paths)
+    # <p0, p1> = 1; |p0| = sqrt(3), |p1| = sqrt(5)
+    assert s[0, 1] == pytest.approx(1 / np.sqrt(15))
+    assert s[0, 2] == pytest.approx(-1.0) and np.allclose(np.diag(s), 1.0)
+
+
+def eq5(weights, labels):
+    """Modularity by Eq. 5 written out: (1/2m) sum_c (sum_{i,j in c} w_ij - (sum_{i in c} k_i)^2 / 2m)."""
+    k, two_m = weights.sum(1), weights.sum()
+    return sum(weights[np.ix_(labels == c, labels == c)].sum() - k[labels == c].sum() ** 2 / two_m for c in np.unique(labels)) / two_m
+
+
+def planted_similarity(sizes, inside=0.9, outside=0.1, noise=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(np.arange(len(sizes)), sizes)
+    s = np.where(truth[:, None] == truth[None, :], inside, outside) + rng.normal(0, noise, (len(truth), len(truth)))
+    return (s + s.T) / 2, truth
+
+
+def test_local_moves_find_planted_groups_and_reach_a_modularity_local_optimum():
+    similarity, truth = planted_similarity([5, 4, 6])
+    graph = similarity_graph(similarity)
+    labels = modularity_local_moves(graph, seed=0)
+    assert np.array_equal(labels, truth)
+    weights = nx.to_numpy_array(graph)
+    communities = [set(np.flatnonzero(labels == c)) for c in np.unique(labels)]
+    assert eq5(weights, labels) == pytest.approx(nx.community.modularity(graph, communities))
+    best = eq5(weights, labels)
+    for node in range(len(labels)):  # no single move raises Q (Algorithm 1 stops only then)
+        for target in range(labels.max() + 2):
+            moved = labels.copy()
+            moved[node] = target
+            assert eq5(weights, moved) <= best + 1e-12
+
+
+def test_graph_drops_self_loops_and_non_positive_similarities():
+    similarity = np.array([[1.0, 0.5, -0.3], [0.5, 1.0, 0.0], [-0.3, 0.0, 1.0]])
+    graph = similarity_graph(similarity)
+    assert sorted(graph.edges(data="weight")) == [(0, 1, 0.5)] and graph.number_of_nodes() == 3
+    # hand computation of Eq. 5 for {0, 1}, {2}: m = 0.5, k = (0.5, 0.5, 0): (1/1) * (1 - 1^2 / 1) = 0
+    assert nx.community.modularity(graph, [{0, 1}, {2}]) == pytest.approx(0.0)
+    assert eq5(nx.to_numpy_array(graph), np.array([0, 1, 2])) == pytest.approx(-0.5)
+
+
+def test_migration_moves_only_participants_pointing_away_from_their_cluster():
+    updates = np.array([[2.0, 0.0], [1.0, 0.1], [0.0, 1.0], [0.1, 3.0], [-0.2, 1.0]])
+    cluster = np.array([0, 0, 0, 1, 1])
+    # cluster 0 direction ~ (3, 1.1)/|.|; client 2 (0, 1) has cosine 0.34 with it, 0.99 with cluster 1
+    assert migrations(updates, cluster, 3, tau=0.5).tolist() == [0, 0, 1, 1, 1]
+    assert migrations(updates, cluster, 3, tau=0.0).tolist() == [0, 0, 0, 1, 1]
+    # norm weighting (Eq. 7): the large update (10, 0) sets cluster 0's direction, so (0, 1) is an outlier there
+    # (cosine 0.2; with unweighted unit vectors it would be 0.89) and moves to cluster 1
+    assert migrations(np.array([[10.0, 0], [0, 1], [0, 1], [0, 1]]), np.array([0, 0, 0, 1]), 2, tau=0.5).tolist() == [0, 1, 1, 1]
+    # a cluster without participants this round (2) is never a destination: client 1 points away from
+    # both present clusters and stays in the closer one (its own) rather than the empty cluster (score 0)
+    far = np.array([[3.0, 0], [-1, 0.2], [1, 0]])
+    assert migrations(far, np.array([0, 0, 1]), 3, tau=0.5).tolist() == [0, 0, 1]
+
+
+def ctx(n=5, participants=2):
+    init = {"head.weight": torch.zeros(2, 3, dtype=torch.float64), "head.bias": torch.zeros(2, dtype=torch.float64)}
+    return RunContext(n, 2, init, TrainConfig(participants=participants), seed=0, classifier="head")
+
+
+def test_warmup_slices_cover_every_client_once_then_paths_cluster_them():
+    method = load_method("fedcm", {"warmup_steps": "3"}).create()
+    method.setup(ctx())
+    direction = {0: torch.tensor([1.0, 0, 0, 0, 0, 0, 0, 0]), 1: torch.tensor([0, 0, 0, 0, 0, 0, 1.0, 1.0])}
+    group = [0, 1, 0, 1, 1]
+    seen = []
+    for rnd in range(3):
+        plan = method.plan(rnd, None, np.random.default_rng(rnd))
+        assert plan.local_steps == 3 and plan.record == ("head.weight", "head.bias") and plan.upload_floats == 3 * 8
+        assert (plan.start_models == 0).all()
+        seen += plan.participants.tolist()
+        rows = torch.stack([direction[group[c]] * (1 + c) for c in plan.participants]).double()
+        steps = rows[:, None, :].repeat(1, 3, 1)
+        path = {"head.weight": steps[:, :, :6].reshape(-1, 3, 2, 3), "head.bias": steps[:, :, 6:]}
+        params = {n: p.unsqueeze(0).repeat(len(plan.participants), *[1] * p.dim()) for n, p in ctx().init_params.items()}
+        method.aggregate(rnd, TrainResult(plan, params, np.ones(len(plan.participants)), np.zeros(len(plan.participants)), path))
+    assert sorted(seen) == [0, 1, 2, 3, 4]
+    assert method.assignment.tolist() == [0, 1, 0, 1, 1] and method.num_models == 2 and method.paths is None
+    after = method.plan(3, None, np.random.default_rng(3))
+    assert after.local_steps is None and after.upload_floats == 0 and len(after.participants) == 2
+
+
+def test_bad_parameters_name_the_field():
+    with pytest.raises(ConfigError, match="tau"):
+        load_method("fedcm", {"tau": "1.5"})
+    with pytest.raises(ConfigError, match="warmup_steps"):
+        load_method("fedcm", {"warmup_steps": "0"})
+
+
+@pytest.mark.parametrize("migrate", ["true", "false"])
+def test_fedcm_runs_on_label_swap_through_the_cli(tmp_path, capsys, migrate):
+    code = main(["run", "--trace", "label-swap", "--method", "fedcm", "--out", str(tmp_path), "--set", f"method.migrate={migrate}", *TINY])
+    assert code == 0, capsys.readouterr().err
+    summary = json.loads((tmp_path / "label-swap/fedcm/seed0/summary.json").read_text())
+    assert summary["status"] == "ok"
+    # 12 clients warm up in 2 slices of 6, each uploading 4 steps x (200 x 10 + 10) classifier numbers
+    assert summary["overhead"]["upload_bytes"] == 12 * 4 * 2010 * 4
