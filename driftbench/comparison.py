@@ -13,7 +13,7 @@ from driftbench.evaluation.record import read_json, run_dir
 from driftbench.evaluation.summary import REFERENCE
 from driftbench.errors import ConfigError
 from driftbench.methods.catalog import MethodSpec, load_method
-from driftbench.scheduler import RunSpec, run
+from driftbench.scheduler import Checkpointing, RunSpec, run
 from driftbench.traces.catalog import resolve
 
 log = logging.getLogger("driftbench")
@@ -29,8 +29,12 @@ def run_comparison(
     out: Path,
     target: float | None,
     quiet: bool,
+    checkpointing: Checkpointing = Checkpointing(),
 ) -> list[dict[str, Any]]:
-    """Run every method on the trace (FedAvg first, so the others can use its final accuracy as TTA target)."""
+    """Run every method on the trace (FedAvg first, so the others can use its final accuracy as TTA target).
+
+    ``checkpointing`` applies to each method's run folder: on resume, complete runs are kept and incomplete ones continue.
+    """
     resolved = resolve(trace_name, trace_sets)
     names = methods or list(resolved.methods)
     specs = [load_method(m) for m in names]
@@ -40,8 +44,9 @@ def run_comparison(
     summaries = []
     for spec in specs:
         run_target = target if target is not None else reference_target(out, resolved.trace, spec.name, seed)
+        run_spec = RunSpec(resolved.trace, resolved.pool, resolved.train, spec, seed, device, out, run_target, quiet, checkpointing)
         log.info("running %s on %s (seed %d)", spec.name, resolved.trace.name, seed)
-        summaries.append(run(RunSpec(resolved.trace, resolved.pool, resolved.train, spec, seed, device, out, run_target, quiet)))
+        summaries.append(run(run_spec))
     return summaries
 
 
@@ -71,12 +76,12 @@ def reference_target(out: Path, trace: Any, method: str, seed: int) -> float | N
 def table_rows(summaries: list[dict[str, Any]]) -> list[dict[str, str]]:
     """One printable row per run: accuracy, TTA speed-up over FedAvg, recovery, ARI, record path."""
     ref = next((s for s in summaries if s["method"] == REFERENCE), None)
-    ref_tta = _tta(ref)
+    ref_tta = summary_tta(ref)
     rows = []
     for s in summaries:
         drops = [r["drop"] for r in s["recovery"] if r["drop"] is not None]
         recover = [r["rounds_to_recover"] for r in s["recovery"] if r["rounds_to_recover"] is not None]
-        gain = speedup(ref_tta, _tta(s))
+        gain = speedup(ref_tta, summary_tta(s))
         rows.append({
             "method": s["method"] + (" (oracle)" if s["oracle"] else ""),
             "final_acc": f"{s['final_accuracy']:.3f}",
@@ -91,7 +96,8 @@ def table_rows(summaries: list[dict[str, Any]]) -> list[dict[str, str]]:
     return rows
 
 
-def _tta(summary: dict[str, Any] | None) -> TimeToAccuracy | None:
+def summary_tta(summary: dict[str, Any] | None) -> TimeToAccuracy | None:
+    """A summary's time-to-accuracy; None without a summary or when the target was not reached."""
     if summary is None or summary["time_to_accuracy"] is None:
         return None
     return TimeToAccuracy(**summary["time_to_accuracy"])

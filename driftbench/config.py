@@ -17,6 +17,8 @@ P = TypeVar("P")
 
 def lookup(registry: Mapping[str, Any], name: str, kind: str) -> Any:
     """Return ``registry[name]`` or raise an error listing the valid names."""
+    if not isinstance(name, str):
+        raise UnknownNameError(f"{kind} must be a name (a string), got {name!r}; valid: {', '.join(sorted(registry))}")
     if name in registry:
         return registry[name]
     close = difflib.get_close_matches(name, list(registry), n=1)
@@ -40,6 +42,8 @@ def read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -104,6 +108,8 @@ def build(cls: type[P], values: Mapping[str, Any], where: str, base: P | None = 
     live in the dataclass's ``__post_init__`` and raise ``ConfigError`` themselves.
     """
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{where}: expected a table of settings, got {values!r}")
     check_keys(values, fields, where)
     kwargs = dataclasses.asdict(base) if base is not None else {}
     for name, raw in values.items():
@@ -119,6 +125,16 @@ def check_keys(keys: Any, allowed: Any, where: str) -> None:
     unknown = sorted(set(keys) - set(allowed))
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed)) or '(none)'}")
+
+
+TOML_TYPES = {str: "a string", dict: "a table", list: "an array"}
+
+
+def check_types(raw: Mapping[str, Any], types: Mapping[str, type], where: str) -> None:
+    """Raise ``ConfigError`` naming the first key of ``raw`` whose value is not of its TOML type in ``types``."""
+    for key, typ in types.items():
+        if key in raw and not isinstance(raw[key], typ):
+            raise ConfigError(f"{where}: {key} must be {TOML_TYPES[typ]}, got {raw[key]!r}")
 
 
 def require(condition: bool, message: str) -> None:

@@ -1,4 +1,11 @@
-"""The run record (config.json, rounds.csv, summary.json): paths, columns and atomic writers."""
+"""The run record (config.json, rounds.csv, summary.json): paths, columns, states and atomic writers.
+
+A run folder is in one of three states: no config.json (absent), config.json without
+summary.json (incomplete: crashed, interrupted or still running; ``checkpoint/`` may hold
+its last checkpoint), or summary.json present (complete; its ``status`` is "ok" or
+"diverged"). Every file is written whole (temporary file, fsync, rename) and summary.json
+last, so a reader never sees a half-written file or a complete run without its rounds.csv.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from driftbench.errors import RunError
 from driftbench.traces.io import atomic_write
 
 ROUND_COLUMNS = (
@@ -18,6 +26,9 @@ ROUND_COLUMNS = (
 )
 # Fields measured on the wall clock (or including such a measurement); they differ between identical runs.
 WALL_CLOCK_FIELDS = ("wall_seconds", "cluster_seconds", "sim_seconds")
+CONFIG, ROUNDS, SUMMARY, CHECKPOINT = "config.json", "rounds.csv", "summary.json", "checkpoint"
+# config.json fields that describe the environment, not the experiment; --resume may change them.
+VOLATILE_CONFIG = ("device", "git_revision", "driftbench_version", "torch_version")
 
 
 def run_dir(root: Path, trace: str, method: str, seed: int) -> Path:
@@ -49,6 +60,49 @@ def write_rounds(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """Read a JSON file of the run record."""
-    with open(path) as fh:
-        return json.load(fh)
+    """Read a JSON file of the run record; an unreadable one raises ``RunError`` naming it."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path}: unreadable run record ({exc})") from None
+
+
+def run_state(run: Path) -> str:
+    """``absent``, ``incomplete`` or the summary's status (``ok`` / ``diverged``) of a run folder."""
+    run = Path(run)
+    if (run / SUMMARY).is_file():
+        return read_json(run / SUMMARY)["status"]
+    return "incomplete" if (run / CONFIG).is_file() else "absent"
+
+
+def clear_results(run: Path) -> None:
+    """Remove a previous run's summary.json and rounds.csv, so a restarted run reads as incomplete."""
+    for name in (SUMMARY, ROUNDS):
+        (Path(run) / name).unlink(missing_ok=True)
+
+
+def as_json(data: Any) -> Any:
+    """``data`` as it reads back from JSON (tuples become lists, non-finite floats null)."""
+    return json.loads(json.dumps(_json_ready(data)))
+
+
+def config_difference(stored: dict[str, Any], current: dict[str, Any]) -> tuple[str, Any, Any] | None:
+    """The first dotted key (volatile fields aside) where two config.json contents differ, with both values."""
+    return _first_difference(_experiment(stored), _experiment(current), "")
+
+
+def _experiment(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in as_json(config).items() if k not in VOLATILE_CONFIG}
+
+
+def _first_difference(a: Any, b: Any, prefix: str) -> tuple[str, Any, Any] | None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in [*a, *(k for k in b if k not in a)]:
+            if key not in a or key not in b:
+                return f"{prefix}{key}", a.get(key, "(absent)"), b.get(key, "(absent)")
+            found = _first_difference(a[key], b[key], f"{prefix}{key}.")
+            if found:
+                return found
+        return None
+    return None if a == b else (prefix.rstrip("."), a, b)
