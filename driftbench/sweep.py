@@ -1,0 +1,347 @@
+"""Many runs (traces x methods x seeds) on a local process pool or a Ray cluster; finished runs are skipped.
+
+A run is skipped when its ``summary.json`` exists and its ``config.json`` has the same
+resolved config hash as the run would have now, so a stopped sweep continues where it was
+(an incomplete run with the same hash resumes from its checkpoint). The hash leaves out the
+fields ``--resume`` also ignores (``VOLATILE_CONFIG``: device, git revision, versions): they
+describe the machine and checkout, not the experiment, so a sweep continued on another
+machine or after a commit keeps its finished runs. After a code change that changes
+results, sweep into a fresh ``--out`` folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
+
+from driftbench.comparison import method_overrides, reference_target
+from driftbench.config import check_keys, read_toml, require
+from driftbench.errors import ConfigError, DriftbenchError, RunError, TraceFileError
+from driftbench.evaluation.record import CONFIG, SUMMARY, VOLATILE_CONFIG, as_json, read_json, run_dir
+from driftbench.evaluation.summary import REFERENCE
+from driftbench.methods.catalog import load_method
+from driftbench.scheduler import Checkpointing, RunSpec, Scheduler, run
+from driftbench.traces.catalog import apply_sets, is_trace_file, load_spec, resolve
+
+log = logging.getLogger("driftbench")
+
+SUITE_KEYS = {"description", "traces", "methods", "seeds"}
+BACKENDS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named sweep from a TOML file: traces with their ``--set`` overrides, methods and seeds."""
+
+    description: str
+    traces: dict[str, dict[str, str]]
+    methods: tuple[str, ...]
+    seeds: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One run of a sweep, as sent to a worker process or Ray task."""
+
+    trace: str
+    trace_sets: dict[str, str]
+    method: str
+    method_sets: dict[str, str]
+    seed: int
+    device: str
+    out: Path
+    threads: int
+
+    @property
+    def label(self) -> str:
+        """``<trace>/<method>/seed<k>``, the run's folder under the sweep's output root."""
+        return f"{Path(self.trace).stem}/{self.method}/seed{self.seed}"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What became of one run: ``ran``, ``skipped`` (up to date) or ``failed`` (with the error)."""
+
+    label: str
+    state: str
+    status: str | None  # the summary's status ("ok" | "diverged"); None when the run failed
+    seconds: float
+    error: str = ""
+    summary: dict[str, Any] | None = field(default=None, repr=False)
+    error_trace: str = field(default="", repr=False)  # for failures that are not driftbench's own errors (bugs)
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How a sweep runs: backend and its resources, device, output root, verbosity."""
+
+    backend: str = "local"
+    jobs: int | None = None  # concurrent runs (local) or CPUs of a Ray cluster started here; None = the CPU count
+    address: str | None = None  # an existing Ray cluster to join
+    cpus_per_run: float = 1.0
+    gpus_per_run: float = 0.0
+    device: str = "auto"
+    out: Path = Path("runs")
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        require(self.backend in BACKENDS, f"--backend {self.backend!r}: allowed: {', '.join(BACKENDS)}")
+        require(self.jobs is None or self.jobs >= 1, f"--jobs must be >= 1, got {self.jobs}")
+        require(self.cpus_per_run > 0, f"--cpus-per-run must be > 0, got {self.cpus_per_run}")
+        require(self.gpus_per_run >= 0, f"--gpus-per-run must be >= 0, got {self.gpus_per_run}")
+
+    @property
+    def workers(self) -> int:
+        """Concurrent runs on this machine."""
+        return self.jobs or os.cpu_count() or 1
+
+
+def load_suite(path: Path) -> Suite:
+    """Parse a suite TOML: ``methods``, ``seeds`` and one ``[traces.NAME]`` table of overrides per trace."""
+    raw = read_toml(path)
+    check_keys(raw, SUITE_KEYS, str(path))
+    traces, methods, seeds = raw.get("traces"), raw.get("methods"), raw.get("seeds", [0])
+    require(isinstance(traces, dict) and traces and all(isinstance(t, dict) for t in traces.values()),
+            f"{path}: traces: expected one [traces.NAME] table per trace (empty tables allowed)")
+    require(isinstance(methods, list) and methods and all(isinstance(m, str) for m in methods),
+            f"{path}: methods: expected a non-empty list of method names")
+    require(isinstance(seeds, list) and seeds and all(type(s) is int and s >= 0 for s in seeds),
+            f"{path}: seeds: expected a non-empty list of integers >= 0")
+    return Suite(
+        description=str(raw.get("description", "")),
+        traces={name: flat_sets(table) for name, table in traces.items()},
+        methods=tuple(methods),
+        seeds=tuple(seeds),
+    )
+
+
+def sweep_jobs(
+    suite: Suite | None, traces: list[str], methods: list[str], seeds: list[int],
+    trace_sets: dict[str, str], method_sets: dict[str, str], options: SweepOptions,
+) -> list[RunJob]:
+    """A suite's runs, or the command line's; traces, methods or seeds given on the command line replace the suite's.
+
+    Each trace gets the suite's overrides for it, then the command line's ``--set`` values.
+    """
+    traces = traces or list(suite.traces if suite else [])
+    methods = methods or list(suite.methods if suite else [])
+    seeds = seeds or list(suite.seeds if suite else [0])
+    require(bool(traces) and bool(methods), "sweep: give --traces and --methods, or a --suite file")
+    per_trace = {t: {**(suite.traces.get(t, {}) if suite else {}), **trace_sets} for t in traces}
+    return plan_jobs(per_trace, methods, seeds, method_sets, options)
+
+
+def flat_sets(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """A TOML table of overrides as ``--set`` strings: ``train.lr = 0.1`` becomes ``{"train.lr": "0.1"}``."""
+    out: dict[str, str] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out.update(flat_sets(value, f"{prefix}{key}."))
+        elif isinstance(value, list):
+            out[prefix + key] = ",".join(str(v) for v in value)
+        else:
+            out[prefix + key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def plan_jobs(
+    traces: dict[str, dict[str, str]], methods: list[str], seeds: list[int], method_sets: dict[str, str], options: SweepOptions,
+) -> list[RunJob]:
+    """Validate the sweep and list its runs; FedAvg before the others, so their time-to-accuracy has a target."""
+    stems: dict[str, str] = {}
+    for name, sets in traces.items():
+        check_trace(name, sets)
+        other = stems.setdefault(Path(name).stem, name)
+        require(other == name, f"--traces: {other!r} and {name!r} would share the run folder {Path(name).stem!r}")
+    specs = [load_method(m) for m in methods]
+    per_method = method_overrides(specs, method_sets) if method_sets else [{} for _ in specs]
+    threads = max(1, int(options.cpus_per_run)) if options.backend == "ray" else max(1, (os.cpu_count() or 1) // options.workers)
+    out = options.out.resolve()
+    jobs = [
+        RunJob(str(Path(trace).resolve()) if is_trace_file(trace) else trace, sets, spec.name, msets, seed, options.device, out, threads)
+        for trace, sets in traces.items() for seed in seeds for spec, msets in zip(specs, per_method)
+    ]
+    return sorted(jobs, key=lambda job: job.method != REFERENCE)
+
+
+def check_trace(name: str, sets: dict[str, str]) -> None:
+    """Raise the usual one-line error for an unknown trace, a missing trace file or a bad override."""
+    if is_trace_file(name):
+        if not Path(name).is_file():
+            raise TraceFileError(f"{name}: no such trace file")
+    else:
+        apply_sets(load_spec(name), sets)
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    """The resolved config hash: SHA-256 of a run's config.json content without its volatile fields."""
+    kept = {k: v for k, v in as_json(config).items() if k not in VOLATILE_CONFIG}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
+
+
+def stored_digest(folder: Path) -> str | None:
+    """The config hash of the run record in ``folder``; None when it has no readable config.json."""
+    try:
+        return config_digest(read_json(folder / CONFIG)) if (folder / CONFIG).is_file() else None
+    except RunError:
+        return None
+
+
+def execute(job: RunJob) -> RunOutcome:
+    """Run one job in this process (a pool worker or a Ray task); skip or resume it when its record matches; never raises."""
+    torch.set_num_threads(job.threads)
+    started = time.perf_counter()
+    try:
+        resolved = resolve(job.trace, job.trace_sets)
+        method = load_method(job.method, job.method_sets or None)
+        target = reference_target(job.out, resolved.trace, method.name, job.seed)
+        spec = RunSpec(resolved.trace, resolved.pool, resolved.train, method, job.seed, job.device, job.out, target, quiet=True)
+        folder = run_dir(job.out, resolved.trace.name, method.name, job.seed)
+        same = stored_digest(folder) == config_digest(Scheduler(spec).config())
+        if same and (folder / SUMMARY).is_file():
+            summary = read_json(folder / SUMMARY)
+            return RunOutcome(job.label, "skipped", summary["status"], time.perf_counter() - started, summary=summary)
+        summary = run(replace(spec, checkpointing=Checkpointing(resume=same)))
+    except Exception as exc:  # one failed run is reported; the sweep goes on
+        trace = "" if isinstance(exc, DriftbenchError) else traceback.format_exc()
+        return RunOutcome(job.label, "failed", None, time.perf_counter() - started, error=one_line(exc), error_trace=trace)
+    return RunOutcome(job.label, "ran", summary["status"], time.perf_counter() - started, summary=summary)
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+class Backend(Protocol):
+    """Where runs execute: submit a job, wait for some to finish, collect an outcome, close."""
+
+    def submit(self, job: RunJob) -> Any: ...
+    def wait(self, handles: list[Any]) -> list[Any]: ...
+    def result(self, handle: Any) -> RunOutcome: ...
+    def close(self) -> None: ...
+
+
+class LocalBackend:
+    """One run per process in a spawned process pool."""
+
+    def __init__(self, options: SweepOptions) -> None:
+        self.pool = ProcessPoolExecutor(options.workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, job: RunJob) -> Future:
+        """Queue ``job`` on the pool."""
+        return self.pool.submit(execute, job)
+
+    def wait(self, handles: list[Future]) -> list[Future]:
+        """Block until at least one job is done; return the finished ones."""
+        return list(wait(handles, return_when=FIRST_COMPLETED).done)
+
+    def result(self, handle: Future) -> RunOutcome:
+        """The outcome of a finished job (raises if its worker process died)."""
+        return handle.result()
+
+    def close(self) -> None:
+        """Shut the pool down."""
+        self.pool.shutdown(cancel_futures=True)
+
+
+class RayBackend:
+    """One Ray task per run, on the cluster at ``address`` or on a local cluster started here."""
+
+    def __init__(self, options: SweepOptions) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError("--backend ray needs Ray: pip install 'driftbench[ray]'") from None
+        self.ray = ray
+        self.started = not ray.is_initialized()
+        if self.started and options.address:
+            ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING)
+        elif self.started:
+            ray.init(num_cpus=options.workers, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        self.task = ray.remote(num_cpus=options.cpus_per_run, num_gpus=options.gpus_per_run)(execute)
+
+    def submit(self, job: RunJob) -> Any:
+        """Submit ``job`` as a Ray task."""
+        return self.task.remote(job)
+
+    def wait(self, handles: list[Any]) -> list[Any]:
+        """Block until at least one task is done; return the finished ones."""
+        return self.ray.wait(handles, num_returns=1)[0]
+
+    def result(self, handle: Any) -> RunOutcome:
+        """The outcome of a finished task (raises if its worker died)."""
+        return self.ray.get(handle)
+
+    def close(self) -> None:
+        """Disconnect, stopping the local cluster if this sweep started it."""
+        if self.started:
+            self.ray.shutdown()
+
+
+def open_backend(options: SweepOptions) -> Backend:
+    """The backend ``options.backend`` names."""
+    return RayBackend(options) if options.backend == "ray" else LocalBackend(options)
+
+
+def run_sweep(jobs: list[RunJob], options: SweepOptions) -> list[RunOutcome]:
+    """Run every job; a job waits for the FedAvg run of its trace and seed when the sweep has one."""
+    has_reference = {(j.trace, j.seed) for j in jobs if j.method == REFERENCE}
+    waiting: dict[tuple[str, int], list[RunJob]] = {}
+    ready = []
+    for job in jobs:
+        if job.method != REFERENCE and (job.trace, job.seed) in has_reference:
+            waiting.setdefault((job.trace, job.seed), []).append(job)
+        else:
+            ready.append(job)
+    backend = open_backend(options)
+    outcomes: dict[str, RunOutcome] = {}
+    bar = tqdm(total=len(jobs), desc="sweep", unit="run", disable=options.quiet or not sys.stderr.isatty())
+    try:
+        with bar, logging_redirect_tqdm():
+            running = {backend.submit(job): job for job in ready}
+            while running:
+                for handle in backend.wait(list(running)):
+                    job = running.pop(handle)
+                    outcomes[job.label] = collect(backend, handle, job)
+                    bar.update()
+                    if job.method == REFERENCE:
+                        running.update({backend.submit(j): j for j in waiting.pop((job.trace, job.seed), [])})
+    finally:
+        backend.close()
+    return [outcomes[job.label] for job in jobs]
+
+
+def collect(backend: Backend, handle: Any, job: RunJob) -> RunOutcome:
+    """The job's outcome, logged; a worker that died becomes a failed outcome."""
+    try:
+        outcome = backend.result(handle)
+    except Exception as exc:  # the worker process or Ray task itself died
+        outcome = RunOutcome(job.label, "failed", None, 0.0, error=one_line(exc))
+    if outcome.state == "failed":
+        log.warning("%s failed: %s%s", outcome.label, outcome.error, f"\n{outcome.error_trace}" if outcome.error_trace else "")
+    else:
+        log.info("%s %s (%s, %.1f s)", outcome.label, outcome.state, outcome.status, outcome.seconds)
+    return outcome
+
+
+def outcome_table(outcomes: list[RunOutcome]) -> list[dict[str, str]]:
+    """One printable row per run."""
+    return [
+        {"run": o.label, "state": o.state, "status": o.status or "-", "seconds": f"{o.seconds:.1f}", "error": o.error or "-"}
+        for o in outcomes
+    ]

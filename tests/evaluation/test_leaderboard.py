@@ -1,0 +1,118 @@
+"""The leaderboard: ranking over seeds, oracle and incomplete rows, refused hash mixes, and the HTML page in Chromium."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from driftbench.cli import main
+from driftbench.comparison import run_comparison, summary_tta
+from driftbench.evaluation.metrics import speedup
+from driftbench.evaluation.leaderboard import write_leaderboard
+
+matplotlib_image = pytest.importorskip("matplotlib.image", reason="the leaderboard's plots need matplotlib (pip install 'driftbench[plots]')")
+
+TINY = {"clients": "10", "rounds": "6", "drift_every": "3", "fraction": "0.5", "train.participants": "5", "train.local_steps": "3"}
+METHODS = ["fedavg", "static", "oracle"]
+CHROMIUM = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--enable-logging=stderr", "--v=0"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """label-swap, tiny, three methods x two seeds; oracle seed 1 left incomplete."""
+    root = tmp_path_factory.mktemp("runs")
+    for seed in (0, 1):
+        run_comparison("label-swap", METHODS, TINY, {}, seed, "cpu", root, None, True)
+    (root / "label-swap/oracle/seed1/summary.json").unlink()
+    return root
+
+
+@pytest.fixture(scope="module")
+def board(runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("board")
+    write_leaderboard(runs, out)
+    return out
+
+
+def summary(runs, method, seed):
+    return json.loads((runs / "label-swap" / method / f"seed{seed}/summary.json").read_text())
+
+
+def test_rows_rank_methods_by_mean_accuracy_over_seeds(runs, board):
+    table = pd.read_csv(board / "leaderboard.csv")
+    ranked = table[table["rank"].notna()]
+    assert set(ranked["method"]) == {"fedavg", "static"} and list(ranked["rank"]) == [1, 2]
+    assert ranked["final_accuracy_mean"].is_monotonic_decreasing and table["method"].iloc[-1] == "oracle"
+    fedavg = table.set_index("method").loc["fedavg"]
+    accuracies = [summary(runs, "fedavg", s)["final_accuracy"] for s in (0, 1)]
+    assert fedavg["final_accuracy_mean"] == pytest.approx(np.mean(accuracies))
+    assert fedavg["final_accuracy_std"] == pytest.approx(np.std(accuracies, ddof=1))
+    assert fedavg["tta_speedup"] == pytest.approx(1.0) and fedavg["events"] == 2 * len(summary(runs, "fedavg", 0)["recovery"])
+    static = table.set_index("method").loc["static"]
+    gains = [speedup(summary_tta(summary(runs, "fedavg", s)), summary_tta(summary(runs, "static", s))) for s in (0, 1)]
+    gains = [g for g in gains if g is not None]
+    assert static["tta_speedup"] == pytest.approx(np.prod(gains) ** (1 / len(gains))) if gains else pd.isna(static["tta_speedup"])
+    oracle = table.set_index("method").loc["oracle"]
+    assert bool(oracle["oracle"]) and oracle["seeds"] == 1 and oracle["runs"] == "1 ok, 1 incomplete"
+    assert oracle["ari_mean"] == pytest.approx(1.0)
+
+
+def test_markdown_marks_oracles_and_incomplete_runs(board, runs):
+    md = (board / "leaderboard.md").read_text()
+    assert "| - | oracle (oracle) | 1 |" in md and "## label-swap" in md
+    assert f"{runs / 'label-swap/oracle/seed1'}: incomplete: config.json but no summary.json" in md
+    assert "![label-swap-accuracy.png](label-swap-accuracy.png)" in md
+    for name in ("label-swap-accuracy.png", "label-swap-ari.png"):
+        assert (board / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_runs_of_one_trace_with_different_hashes_are_refused(runs, tmp_path, capsys):
+    mixed = tmp_path / "mixed"
+    shutil.copytree(runs, mixed)
+    config_path = mixed / "label-swap/static/seed0/config.json"
+    config = json.loads(config_path.read_text())
+    config["trace"]["hash"] = "f" * 64
+    config_path.write_text(json.dumps(config))
+    assert main(["leaderboard", str(mixed), "--out", str(tmp_path / "board")]) == 2
+    err = capsys.readouterr().err
+    assert "runs of trace 'label-swap' have different trace hashes" in err and "ffffffffffff" in err
+    assert str(mixed / "label-swap/static/seed0") in err and not (tmp_path / "board").exists()
+
+
+def chromium(args, tmp_path):
+    """Run headless Chromium; return (stdout, console lines)."""
+    binary = shutil.which("chromium")
+    if binary is None:
+        if os.environ.get("DRIFTBENCH_REQUIRE_CHROMIUM"):
+            pytest.fail("chromium is required here (.ci/run installs it) but is not on PATH")
+        pytest.skip("chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    profile = tmp_path / "chromium-profile"
+    done = subprocess.run([binary, *CHROMIUM, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120)
+    return done.stdout, [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+
+
+def test_index_html_renders_in_headless_chromium(board, tmp_path):
+    page = (board / "index.html").as_uri()
+    shot = tmp_path / "shot.png"
+    _, console = chromium([f"--screenshot={shot}", "--window-size=1400,1400", page], tmp_path)
+    assert console == []
+    pixels = matplotlib_image.imread(shot)[..., :3]
+    assert (pixels.min(axis=2) < 0.9).mean() > 0.02, "screenshot is blank"
+    assert ((pixels.max(axis=2) - pixels.min(axis=2)) > 0.3).sum() > 500, "no coloured plot lines in the screenshot"
+    dom, console = chromium(["--dump-dom", page], tmp_path)
+    assert console == []
+    for header in ("rank", "method", "final accuracy", "TTA speed-up", "rounds to recover", "ARI", "extra MB"):
+        assert f"<th>{header}</th>" in dom
+    assert dom.count('src="data:image/png;base64,') == 2 and 'class="oracle"' in dom
+    assert 'src="http' not in dom and "<link" not in dom and "<script" not in dom, "the page must be self-contained"
+
+
+def test_chromium_console_errors_are_caught(tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text("<html><body><script>console.error('broken page')</script></body></html>")
+    _, console = chromium(["--dump-dom", page.as_uri()], tmp_path)
+    assert any("broken page" in line for line in console)

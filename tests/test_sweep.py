@@ -1,0 +1,102 @@
+"""Sweeps: the local pool and Ray give the same records, finished runs are skipped, failures stay isolated."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from driftbench.cli import main
+from driftbench.errors import ConfigError
+from driftbench.evaluation.record import WALL_CLOCK_FIELDS
+from driftbench.sweep import SweepOptions, execute, load_suite, plan_jobs, sweep_jobs
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = {"clients": "10", "rounds": "4", "train.participants": "5", "train.local_steps": "2"}
+TRACES = {"label-swap": {**TINY, "drift_every": "2"}, "static": TINY}
+METHODS = ["fedavg", "oracle"]
+
+
+def comparable(summary):
+    """A summary without wall-clock fields and paths (TTA keeps its rounds)."""
+    drop = set(WALL_CLOCK_FIELDS) | {"run_dir", "overhead", "time_to_accuracy"}
+    tta = summary["time_to_accuracy"]
+    return {**{k: v for k, v in summary.items() if k not in drop}, "tta_rounds": tta and tta["rounds"]}
+
+
+def records(root):
+    return {str(p.parent.relative_to(root)): comparable(json.loads(p.read_text())) for p in sorted(root.glob("*/*/seed*/summary.json"))}
+
+
+def test_ray_backend_matches_local_backend_and_failures_stay_isolated(tmp_path, capsys):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'driftbench[ray]')")
+    broken = tmp_path / "broken.trace"
+    broken.write_bytes(b"not a trace file")
+    suite = tmp_path / "suite.toml"
+    tables = "".join(f'[traces."{t}"]\n' + "".join(f"{k} = {v}\n" for k, v in sets.items()) for t, sets in TRACES.items())
+    suite.write_text(f'methods = {json.dumps(METHODS)}\nseeds = [0]\n{tables}[traces."{broken}"]\n')
+    for backend in ("local", "ray"):
+        args = ["sweep", "--suite", str(suite), "--backend", backend, "--jobs", "2", "--device", "cpu", "--out", str(tmp_path / backend)]
+        assert main([*args, "--quiet"]) == 1, backend
+        out = capsys.readouterr().out
+        assert out.splitlines()[-1] == "4 ran, 0 skipped (up to date), 2 failed", backend
+        failed = [line for line in out.splitlines() if line.startswith("broken/")]
+        assert len(failed) == 2 and all(" failed " in line and "TraceFileError" in line for line in failed), backend
+    local, ray = records(tmp_path / "local"), records(tmp_path / "ray")
+    assert len(local) == 4 and local == ray
+    assert local["label-swap/oracle/seed0"]["tta_target"] == local["label-swap/fedavg/seed0"]["final_accuracy"]
+
+
+def test_finished_runs_are_skipped_incomplete_and_changed_ones_run(tmp_path):
+    options = SweepOptions(device="cpu", out=tmp_path, quiet=True)
+    job = plan_jobs({"static": TINY}, ["fedavg"], [0], {}, options)[0]
+    first = execute(job)
+    assert (first.state, first.status) == ("ran", "ok")
+    again = execute(job)
+    assert again.state == "skipped" and comparable(again.summary) == comparable(first.summary)
+
+    folder = tmp_path / "static/fedavg/seed0"
+    (folder / "summary.json").unlink()  # an interrupted run: config.json but no summary.json
+    assert execute(job).state == "ran" and (folder / "summary.json").exists()
+
+    changed = plan_jobs({"static": {**TINY, "train.lr": "0.2"}}, ["fedavg"], [0], {}, options)[0]
+    rerun = execute(changed)
+    assert rerun.state == "ran" and json.loads((folder / "config.json").read_text())["train"]["lr"] == 0.2
+
+
+def test_jobs_put_fedavg_first_and_the_ci_suite_is_valid():
+    options = SweepOptions(out=Path("unused"))
+    suite = load_suite(REPO / "evaluation/suites/ci.toml")
+    jobs = sweep_jobs(suite, [], [], [], {}, {}, options)
+    assert len(jobs) == len(suite.traces) * len(suite.methods) * len(suite.seeds)
+    assert [j.method for j in jobs[: len(suite.traces)]] == ["fedavg"] * len(suite.traces)
+    only = sweep_jobs(suite, ["static"], ["fedavg"], [3], {"train.lr": "0.1"}, {}, options)
+    assert [(j.label, j.trace_sets["train.lr"]) for j in only] == [("static/fedavg/seed3", "0.1")]
+    assert only[0].trace_sets["rounds"] == suite.traces["static"]["rounds"]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--traces", "label-swap", "--methods", "fedavgg"], "unknown method 'fedavgg'"),
+        (["--traces", "nope", "--methods", "fedavg"], "unknown trace 'nope'"),
+        (["--traces", "static", "--methods", "fedavg", "--set", "drift_every=3"], "--set drift_every: unknown key for trace 'static'"),
+        (["--traces", "static", "--methods", "fedavg", "--set", "method.tau=1"], "--set method.tau: no selected method"),
+        (["--methods", "fedavg"], "give --traces and --methods, or a --suite file"),
+        (["--traces", "static", "--methods", "fedavg", "--jobs", "0"], "--jobs must be >= 1, got 0"),
+        (["--suite", "missing.toml"], "missing.toml: cannot read"),
+    ],
+)
+def test_bad_sweeps_fail_before_any_run(args, message, tmp_path, capsys):
+    assert main(["sweep", "--out", str(tmp_path), "--quiet", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert not any(tmp_path.iterdir())
+
+
+def test_suite_file_errors_name_the_field(tmp_path):
+    suite = tmp_path / "s.toml"
+    shutil.copy(REPO / "evaluation/suites/ci.toml", suite)
+    suite.write_text(suite.read_text().replace("seeds = [0]", "seeds = [-1]"))
+    with pytest.raises(ConfigError, match=r"s.toml: seeds: expected a non-empty list of integers >= 0"):
+        load_suite(suite)
