@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from driftbench.config import parse_sets
 from driftbench.errors import ConfigError, DriftbenchError
+from driftbench.evaluation.tolerance import ACCURACY_TOLERANCE, ARI_TOLERANCE
 
 log = logging.getLogger("driftbench")
 
@@ -20,12 +22,16 @@ EPILOG = """examples:
   driftbench trace make label-swap --set concepts=8 --out my.trace
   driftbench trace show my.trace
   driftbench run --trace my.trace --method fedavg
+  driftbench sweep --traces label-swap,static --methods fedavg,oracle --seeds 0,1,2
+  driftbench leaderboard runs/ --out leaderboard/
+  driftbench check runs/ci --reference evaluation/reference/ci.json
 """
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``driftbench`` command; returns the exit status."""
     args = parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for the command that resumes an interrupted run
     logging.basicConfig(level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO, format="%(message)s")
     try:
         return args.func(args) or 0
@@ -58,7 +64,14 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="compute device (default auto)")
     run.add_argument("--target", type=float, help="time-to-accuracy target (default: FedAvg's final accuracy)")
     add_sets(run, "KEY: trace parameter, train.KEY, source, source.KEY or method.KEY")
+    add_scale(run)
+    add_data_root(run)
     run.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
+    run.add_argument("--resume", action="store_true",
+                     help="continue incomplete runs from their checkpoint; keep complete ones (the configuration must match)")
+    run.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+                     help="checkpoint every N rounds (default 10; 0 = only on Ctrl-C)")
+    run.add_argument("--keep-checkpoint", action="store_true", help="keep checkpoint/ in the run folder after the run ends")
     run.set_defaults(func=cmd_run)
 
     lst = sub.add_parser("list", help="list traces, methods or sources with a one-line description")
@@ -70,17 +83,96 @@ def parser() -> argparse.ArgumentParser:
     make.add_argument("name", help="trace name (see 'driftbench list traces')")
     make.add_argument("--out", type=Path, required=True, help="file to write (e.g. my.trace)")
     add_sets(make, "KEY: trace parameter, train.KEY, source or source.KEY")
+    add_scale(make)
+    add_data_root(make)
     make.set_defaults(func=cmd_trace_make)
     show = trace.add_parser("show", help="print a trace's clients, rounds and drift events with magnitudes")
     show.add_argument("name", help="trace name or trace file")
     add_sets(show, "KEY: trace parameter, source or source.KEY")
+    add_scale(show)
+    add_data_root(show)
     show.set_defaults(func=cmd_trace_show)
+
+    sweep = sub.add_parser("sweep", help="run traces x methods x seeds on a local process pool or Ray; finished runs are skipped",
+                           description="Run every (trace, method, seed); runs whose summary.json exists with the same resolved "
+                                       "config hash are skipped, so a stopped sweep continues.")
+    sweep.add_argument("--suite", type=Path, help="a suite TOML (e.g. evaluation/suites/ci.toml): traces with overrides, methods, seeds")
+    sweep.add_argument("--traces", type=comma_list, default=[], metavar="A,B", help="trace names or files (replace the suite's)")
+    sweep.add_argument("--methods", type=comma_list, default=[], metavar="X,Y", help="method names (replace the suite's)")
+    sweep.add_argument("--seeds", type=seed_list, default=[], metavar="0,1,2", help="run seeds (default: the suite's, or 0)")
+    sweep.add_argument("--backend", default="local", choices=["local", "ray"], help="local process pool or Ray tasks (default local)")
+    sweep.add_argument("--jobs", type=int, help="concurrent runs (local) or CPUs of a Ray cluster started here (default: CPU count)")
+    sweep.add_argument("--address", help="Ray: join this cluster (e.g. auto or HOST:PORT) instead of starting a local one")
+    sweep.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray: CPUs per run (default 1)")
+    sweep.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: GPUs per run (default 0)")
+    sweep.add_argument("--out", type=Path, default=Path("runs"), help="root of the run records (default runs/)")
+    sweep.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="compute device (default auto)")
+    add_sets(sweep, "KEY: for every trace; method.KEY for every method that has it")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
+    sweep.set_defaults(func=cmd_sweep)
+
+    board = sub.add_parser("leaderboard", help="rank methods per trace from run records: Markdown, CSV, PNG plots, HTML page")
+    board.add_argument("runs", type=Path, metavar="RUNS_DIR", help="root of the run records (e.g. runs/)")
+    board.add_argument("--out", type=Path, required=True, help="folder for leaderboard.md, leaderboard.csv, *.png and index.html")
+    board.set_defaults(func=cmd_leaderboard)
+
+    check = sub.add_parser("check", help="quality gate: compare run records with committed reference results",
+                           description="Exit 1 with a table of regressions when a reference run is missing, incomplete, "
+                                       "diverged, or its final accuracy or ARI fell by more than the tolerance.")
+    check.add_argument("runs", type=Path, metavar="RUNS_DIR", help="root of the run records")
+    check.add_argument("--reference", type=Path, required=True, help="reference file (e.g. evaluation/reference/ci.json)")
+    check.add_argument("--tolerance", type=float, default=ACCURACY_TOLERANCE,
+                       help=f"allowed absolute drop in final accuracy (default {ACCURACY_TOLERANCE})")
+    check.add_argument("--ari-tolerance", type=float, default=ARI_TOLERANCE,
+                       help=f"allowed absolute drop in mean ARI (default {ARI_TOLERANCE})")
+    check.add_argument("--update-reference", action="store_true", help="write the reference file from these runs instead of checking")
+    check.set_defaults(func=cmd_check)
+
+    bench = sub.add_parser("bench", help="performance benchmarks on this machine").add_subparsers(
+        dest="action", required=True, metavar="ACTION")
+    engine = bench.add_parser("engine", help="batched engine vs a plain sequential per-client loop, same workload, same process")
+    engine.add_argument("--model", default="lenet5", help="model name (default lenet5)")
+    engine.add_argument("--clients", type=int, default=10, help="clients per round (default 10)")
+    engine.add_argument("--steps", type=int, default=10, help="local steps per client (default 10)")
+    engine.add_argument("--batch", type=int, default=50, help="batch size (default 50)")
+    engine.add_argument("--input", type=shape_arg, metavar="CxHxW", help="input shape (default 1x8x8 for mlp, else 3x32x32)")
+    engine.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="compute device (default auto)")
+    engine.add_argument("--repeats", type=int, default=5, help="interleaved timed rounds of each trainer (default 5)")
+    engine.add_argument("--amp", action="store_true", help="bfloat16 autocast in the engine's forward passes (for CUDA)")
+    engine.add_argument("--compile", action="store_true", help="torch.compile the engine's forward pass (eager fallback)")
+    engine.add_argument("--json", action="store_true", help="print one JSON object")
+    engine.set_defaults(func=cmd_bench_engine)
+    clustering = bench.add_parser("clustering", help="FIELDING's clustering costs (re-clustering, per-client moves, big k-means) vs the paper")
+    clustering.add_argument("--clients", type=int, default=5078, help="clients with label distributions (default 5078)")
+    clustering.add_argument("--classes", type=int, default=100, help="labels per distribution (default 100)")
+    clustering.add_argument("--kmeans-n", type=int, default=100_000, help="k-means points (default 100000)")
+    clustering.add_argument("--kmeans-d", type=int, default=10_000, help="k-means dimensions (default 10000)")
+    clustering.add_argument("--kmeans-k", type=int, default=10, help="k-means clusters (default 10)")
+    clustering.add_argument("--json", action="store_true", help="print one JSON object")
+    clustering.set_defaults(func=cmd_bench_clustering)
     return top
 
 
 def add_sets(p: argparse.ArgumentParser, keys: str) -> None:
     """Add the repeatable ``--set key=value`` option."""
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"override a setting ({keys})")
+
+
+def add_scale(p: argparse.ArgumentParser) -> None:
+    """Add ``--scale embedded|paper``: a named trace's offline default or its paper setup (``[scale.paper]``)."""
+    p.add_argument("--scale", default="embedded", choices=["embedded", "paper"],
+                   help="embedded: offline default (the default); paper: the paper's setup from the trace's [scale.paper]")
+
+
+def add_data_root(p: argparse.ArgumentParser) -> None:
+    """Add ``--data-root DIR``: the folder of a real source's files (sets ``source.root``)."""
+    p.add_argument("--data-root", type=Path, metavar="DIR",
+                   help="folder of a real data source's files, downloaded there when missing (default ~/.cache/driftbench/<source>)")
+
+
+def data_root_sets(args: argparse.Namespace) -> dict[str, str]:
+    """``--data-root`` as a ``source.root`` override (sources that read no files ignore it)."""
+    return {"source.root": str(args.data_root.expanduser().resolve())} if args.data_root else {}
 
 
 def split_method_sets(sets: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -92,21 +184,35 @@ def split_method_sets(sets: dict[str, str]) -> tuple[dict[str, str], dict[str, s
 def cmd_run(args: argparse.Namespace) -> int:
     """``driftbench run``."""
     from driftbench.comparison import run_comparison
+    from driftbench.scheduler import Checkpointing
 
+    checkpointing = Checkpointing(args.checkpoint_every, args.resume, args.keep_checkpoint, resume_command(args.argv))
     trace_sets, method_sets = split_method_sets(parse_sets(args.set))
     if args.rounds is not None:
         trace_sets["rounds"] = str(args.rounds)
+    trace_sets["scale"] = args.scale
+    trace_sets.update(data_root_sets(args))
     methods = [m for item in args.method for m in item.split(",") if m]
-    summaries = run_comparison(args.trace, methods, trace_sets, method_sets, args.seed, args.device, args.out, args.target, args.quiet)
+    summaries = run_comparison(args.trace, methods, trace_sets, method_sets, args.seed, args.device, args.out, args.target, args.quiet,
+                               checkpointing=checkpointing)
     print(format_table(summaries))
     return 0 if all(s["status"] == "ok" for s in summaries) else 1
+
+
+def resume_command(argv: list[str]) -> str:
+    """The shell command that resumes the run started by ``argv``."""
+    return shlex.join(["driftbench", *argv, *([] if "--resume" in argv else ["--resume"])])
 
 
 def format_table(summaries: list[dict[str, Any]]) -> str:
     """The comparison table printed after a run."""
     from driftbench.comparison import table_rows
 
-    rows = table_rows(summaries)
+    return text_table(table_rows(summaries))
+
+
+def text_table(rows: list[dict[str, str]]) -> str:
+    """Rows of text cells as aligned columns under their keys."""
     headers = list(rows[0])
     widths = [max(len(h), *(len(str(r[h])) for r in rows)) for h in headers]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
@@ -141,10 +247,10 @@ def cmd_trace_make(args: argparse.Namespace) -> int:
     from driftbench.traces.catalog import apply_sets, generate, load_spec
     from driftbench.traces.io import save_trace
 
-    sets = parse_sets(args.set)
+    sets = {**parse_sets(args.set), **data_root_sets(args)}
     if any(k.startswith("method.") for k in sets):
         raise ConfigError("--set method.KEY: a trace holds no method settings; pass them to 'driftbench run'")
-    spec = apply_sets(load_spec(args.name), sets)
+    spec = apply_sets(load_spec(args.name, args.scale), sets)
     trace, _pool = generate(spec)
     digest = save_trace(trace, args.out, spec.defaults())
     print(f"wrote {args.out} ({spec.name}, {trace.num_clients} clients, {trace.rounds} rounds, "
@@ -157,7 +263,98 @@ def cmd_trace_show(args: argparse.Namespace) -> int:
     from driftbench.traces.describe import describe_trace
     from driftbench.traces.catalog import resolve
 
-    print(describe_trace(resolve(args.name, parse_sets(args.set)).trace))
+    resolved = resolve(args.name, {**parse_sets(args.set), "scale": args.scale, **data_root_sets(args)})
+    print(describe_trace(resolved.trace, resolved.pool.y))
+    return 0
+
+
+
+def comma_list(value: str) -> list[str]:
+    """``a,b`` -> ``["a", "b"]``."""
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def seed_list(value: str) -> list[int]:
+    """``0,1,2`` -> ``[0, 1, 2]``."""
+    try:
+        seeds = [int(v) for v in comma_list(value)]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected comma-separated integers >= 0")
+    return seeds
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """``driftbench sweep``."""
+    from driftbench.sweep import SweepOptions, load_suite, outcome_table, run_sweep, sweep_jobs
+
+    options = SweepOptions(args.backend, args.jobs, args.address, args.cpus_per_run, args.gpus_per_run, args.device, args.out, args.quiet)
+    trace_sets, method_sets = split_method_sets(parse_sets(args.set))
+    suite = load_suite(args.suite) if args.suite else None
+    outcomes = run_sweep(sweep_jobs(suite, args.traces, args.methods, args.seeds, trace_sets, method_sets, options), options)
+    print(text_table(outcome_table(outcomes)))
+    states = [o.state for o in outcomes]
+    print(f"{states.count('ran')} ran, {states.count('skipped')} skipped (up to date), {states.count('failed')} failed")
+    return 0 if all(o.status == "ok" for o in outcomes) else 1
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    """``driftbench leaderboard``."""
+    from driftbench.evaluation.leaderboard import write_leaderboard
+
+    paths = write_leaderboard(args.runs, args.out)
+    print(f"wrote {', '.join(p.name for p in paths)} to {args.out}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``driftbench check``."""
+    from driftbench.evaluation.check import read_reference, regression_rows, regressions, write_reference
+    from driftbench.evaluation.runs import find_runs
+
+    if args.update_reference:
+        print(f"wrote {args.reference} ({write_reference(args.runs, args.reference)} runs)")
+        return 0
+    reference = read_reference(args.reference)
+    problems = regressions(find_runs(args.runs), reference, args.tolerance, args.ari_tolerance)
+    if problems:
+        print(f"check failed: {len(problems)} problem(s) against {args.reference}")
+        print(text_table(regression_rows(problems)))
+        return 1
+    print(f"check passed: {len(reference)} runs within tolerance (final accuracy {args.tolerance}, ARI {args.ari_tolerance})")
+    return 0
+
+
+def shape_arg(text: str) -> tuple[int, int, int]:
+    """Parse ``CxHxW`` (e.g. 3x32x32)."""
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CxHxW, e.g. 3x32x32")
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def cmd_bench_engine(args: argparse.Namespace) -> int:
+    """``driftbench bench engine``."""
+    import json
+
+    from driftbench.engine.bench import EngineBench, format_engine_bench, run_engine_bench
+
+    bench = EngineBench(args.model, args.clients, args.steps, args.batch, args.device, args.repeats, args.input, args.amp, args.compile)
+    result = run_engine_bench(bench)
+    print(json.dumps(result) if args.json else format_engine_bench(result))
+    return 0
+
+
+def cmd_bench_clustering(args: argparse.Namespace) -> int:
+    """``driftbench bench clustering``."""
+    import json
+
+    from driftbench.methods.bench_clustering import ClusteringBenchSizes, format_clustering_bench, run_clustering_bench
+
+    sizes = ClusteringBenchSizes(args.clients, args.classes, args.kmeans_n, args.kmeans_d, args.kmeans_k)
+    report = run_clustering_bench(sizes)
+    print(json.dumps(report) if args.json else format_clustering_bench(report))
     return 0
 
 

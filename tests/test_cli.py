@@ -85,12 +85,12 @@ def test_trace_file_replays_the_named_trace(tmp_path, capsys):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["run", "--trace", "nope"], "unknown trace 'nope'; valid: label-swap, static"),
+        (["run", "--trace", "nope"], "unknown trace 'nope'; valid: fmow-timeline, label-combos, label-shift, label-swap,"),
         (["run", "--trace", "label-swap", "--method", "fedavgg"], "did you mean 'fedavg'"),
         (["run", "--trace", "label-swap", "--set", "fraction=2"], "fraction must be in [0, 1], got 2.0"),
         (["run", "--trace", "label-swap", "--set", "oops"], "--set 'oops': expected key=value"),
         (["run", "--trace", "label-swap", "--set", "method.tau=1"], "--set method.tau: no selected method has this parameter"),
-        (["run", "--trace", "label-swap", "--set", "source=mnist"], "unknown source 'mnist'"),
+        (["run", "--trace", "label-swap", "--set", "source=mnistt"], "unknown source 'mnistt'"),
         (["run", "--trace", "missing.trace"], "missing.trace: no such trace file"),
         (["trace", "show", "label-swap", "--set", "train.lr=-1"], "lr must be > 0"),
     ],
@@ -102,7 +102,8 @@ def test_bad_input_is_one_line_and_exit_2(args, message, capsys, tmp_path):
 
 
 def test_list_and_help_teach_the_commands(capsys):
-    assert run_cli(["list", "traces"], capsys)[1].split()[0] == "label-swap"
+    traces = [line.split()[0] for line in run_cli(["list", "traces"], capsys)[1].splitlines()]
+    assert traces == sorted(traces) and {"label-swap", "static", "openimage-buckets"} <= set(traces)
     methods = run_cli(["list", "methods"], capsys)[1]
     assert all(m in methods for m in ("fedavg", "fedprox", "static", "oracle"))
     assert "digits" in run_cli(["list", "sources"], capsys)[1]

@@ -8,29 +8,67 @@ from driftbench.data import SOURCES, load_pool
 from driftbench.methods.base import FLOAT_BYTES
 from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
 from driftbench.scheduler import RunSpec, run
-from driftbench.traces.catalog import apply_sets, generate, load_spec
+from driftbench.traces.catalog import apply_sets, catalog, generate, load_spec
 from driftbench.traces.generators import GENERATORS
+from tests.data.formats import TORCHVISION_WRITERS, make_hf_dataset, write_fedscale, write_fmow
 
-TINY_SOURCE = {"digits": {}, "synthetic": {"classes": 4, "size": 8, "channels": 1, "samples_per_class": 6}}
 TINY_GENERATOR = {"clients": "8", "rounds": "6", "train_samples": "10", "test_samples": "5"}
 
 
-def test_every_source_has_tiny_settings():
-    assert set(TINY_SOURCE) == set(SOURCES)
+@pytest.fixture(scope="module")
+def tiny_sources(tmp_path_factory):
+    """Tiny settings per source; real sources read small files written in their own formats."""
+    root = tmp_path_factory.mktemp("sources")
+    rng = np.random.default_rng(0)
+    for name, write in TORCHVISION_WRITERS.items():
+        write(root / name, rng)
+    write_fedscale(root / "fedscale")
+    write_fmow(root / "fmow")
+    make_hf_dataset([10, 20, 30], [0, 1, 3]).save_to_disk(str(root / "hf"))
+    offline = {"download": "false"}
+    return {
+        "digits": {},
+        "synthetic": {"classes": 4, "size": 8, "channels": 1, "samples_per_class": 6},
+        **{name: {"root": str(root / name), **offline} for name in TORCHVISION_WRITERS},
+        "fedscale-openimage": {"root": str(root / "fedscale"), "size": "8"},
+        "wilds-fmow": {"root": str(root / "fmow"), "size": "8"},
+        "hf": {"dataset": str(root / "hf"), "image": "img", "label": "fine", "size": "8"},
+    }
+
+
+def test_every_source_has_tiny_settings(tiny_sources):
+    assert set(tiny_sources) == set(SOURCES)
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
-def test_source_is_deterministic_and_well_formed(name):
-    a, b = load_pool(name, TINY_SOURCE[name]), load_pool(name, TINY_SOURCE[name])
+def test_source_is_deterministic_and_well_formed(name, tiny_sources):
+    a, b = load_pool(name, tiny_sources[name]), load_pool(name, tiny_sources[name])
     assert a.fingerprint() == b.fingerprint()
     assert a.x.ndim == 4 and a.x.dtype in (np.float32, np.uint8) and len(a) == len(a.y)
     assert set(np.unique(a.y)) <= set(range(a.num_classes))
 
 
+TINY_SYNTHETIC = {"source.classes": "6", "source.size": "8", "source.samples_per_class": "20"}
+TINY_PARAMS = {
+    "label-swap": {"drift_every": "3"},
+    "static": {},
+    "rotation": {"drift_every": "3"},
+    "label-shift": {"drift_round": "3"},
+    "label-combos": {"drift_round": "3"},
+    "openimage-buckets": {"buckets": "3", "bucket_rounds": "2", "window_rounds": "4", "groups": "2",
+                          "bucket_classes": "2", "min_classes": "3", **TINY_SYNTHETIC},
+    "fmow-timeline": {"update_every": "2", "window_rounds": "4", "event_round": "3", "min_window": "2", **TINY_SYNTHETIC},
+}
+
+
 def tiny_spec(generator):
-    name = next(t for t in ("label-swap", "static") if load_spec(t).generator == generator)
-    sets = dict(TINY_GENERATOR, **({"drift_every": "3"} if generator == "label-swap" else {}))
-    return apply_sets(load_spec(name), {**sets, "train.participants": "4", "train.local_steps": "2"})
+    name = next(t for t in catalog() if load_spec(t).generator == generator)
+    sets = {**TINY_GENERATOR, **TINY_PARAMS[generator], "train.participants": "4", "train.local_steps": "2"}
+    return apply_sets(load_spec(name), sets)
+
+
+def test_every_generator_has_tiny_settings():
+    assert set(TINY_PARAMS) == set(GENERATORS)
 
 
 @pytest.mark.parametrize("generator", sorted(GENERATORS))
@@ -48,21 +86,28 @@ def test_generator_is_deterministic_and_well_formed(generator):
 
 
 @pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
-def test_method_is_deterministic_and_counts_model_traffic(implementation, tmp_path):
+def test_method_is_deterministic_and_counts_model_traffic(implementation, tmp_path, monkeypatch):
     spec = tiny_spec("label-swap")
     trace, pool = generate(spec)
     cls = IMPLEMENTATIONS[implementation]
     method = MethodSpec(implementation, implementation, "", "", cls.Params())
+    plans = []
+    planned = cls.plan
+    monkeypatch.setattr(cls, "plan", lambda self, *args: plans.append(planned(self, *args)) or plans[-1])
     summaries = [run(RunSpec(trace, pool, spec.train, method, seed=0, device="cpu", out=tmp_path / o, quiet=True)) for o in "ab"]
     keep = ("final_accuracy", "recovery", "ari_mean", "n_clusters_final", "mean_client_distance_final", "status")
     assert [{k: s[k] for k in keep} for s in summaries][0] == {k: summaries[1][k] for k in keep}
     assert summaries[0]["status"] == "ok"
     rounds = pd.read_csv(tmp_path / "a/label-swap" / implementation / "seed0/rounds.csv")
     model_bytes = FLOAT_BYTES * (64 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10)  # the MLP on 8x8 digits
-    participants = spec.train.participants
+    first_run = plans[:6]
+    trained = sum(len(p.participants) for p in first_run)
+    downloaded = sum(len(p.participants) * p.models_downloaded for p in first_run)
+    assert trained > 0
     extra = summaries[0]["overhead"]
-    assert rounds["upload_bytes"].iloc[-1] == 6 * participants * model_bytes + extra["upload_bytes"]
-    assert rounds["download_bytes"].iloc[-1] == 6 * participants * model_bytes + extra["download_bytes"]
+    uploaded = sum(len(p.participants) * p.models_uploaded for p in first_run)
+    assert rounds["upload_bytes"].iloc[-1] == uploaded * model_bytes + extra["upload_bytes"]
+    assert rounds["download_bytes"].iloc[-1] == downloaded * model_bytes + extra["download_bytes"]
 
 
 @pytest.mark.parametrize("implementation", sorted(k for k, v in IMPLEMENTATIONS.items() if not v.oracle))

@@ -58,9 +58,11 @@ class Plan:
     start_models: np.ndarray
     mu: float = 0.0
     models_downloaded: int = 1  # models each participant downloads (IFCA downloads all K)
+    models_uploaded: int = 1  # models each participant uploads (0 for a phase whose result stays on the client)
     masks: Params | None = None  # name -> (participants x shape) 0/1 update masks: pruned or frozen entries
     record: tuple[str, ...] = ()  # parameters whose change at every local step comes back in TrainResult.path
     local_steps: int | None = None  # this round's local steps when not the trace's (e.g. pre-training)
+    upload_floats: int = 0  # numbers each participant uploads beyond its model (gradient paths, masks)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,27 @@ class Overhead:
     upload_bytes: int = 0
     download_bytes: int = 0
     client_extra_passes: int = 0
+
+
+@dataclass
+class RoundTraffic:
+    """Per-client query traffic of one round, for the simulated clock: bytes and extra work in training passes."""
+
+    download: np.ndarray
+    upload: np.ndarray
+    work: np.ndarray  # extra passes over the client's window, in units of one training pass (forward = 1/3)
+
+    @classmethod
+    def empty(cls, num_clients: int) -> "RoundTraffic":
+        """No traffic yet for ``num_clients`` clients."""
+        return cls(np.zeros(num_clients), np.zeros(num_clients), np.zeros(num_clients))
+
+    def clients(self) -> np.ndarray:
+        """Clients that answered any query."""
+        return np.flatnonzero((self.download > 0) | (self.upload > 0) | (self.work > 0))
+
+
+FORWARD_PASS = 1 / 3  # a forward-only pass costs a third of a training pass (forward + backward)
 
 
 class ClientSide(Protocol):
@@ -111,36 +134,41 @@ class ClientQueries:
     Traffic is counted in float32 numbers: a histogram uploads C, a loss query downloads each
     model asked about and uploads one number per model, a gradient query downloads the model
     and uploads P numbers. Each pass of a client over its window counts as one extra pass.
+    ``traffic``, when given, also receives each client's share for the simulated clock.
     """
 
-    def __init__(self, changed: np.ndarray, side: ClientSide, model_bytes: int, oracle: bool, overhead: Overhead) -> None:
+    def __init__(
+        self, changed: np.ndarray, side: ClientSide, model_bytes: int, oracle: bool, overhead: Overhead,
+        traffic: RoundTraffic | None = None,
+    ) -> None:
         self.changed = changed  # clients whose local data changed since the last round (they know it)
         self._side, self._model_bytes, self._oracle, self._overhead = side, model_bytes, oracle, overhead
+        self._traffic = traffic
         self.seconds = 0.0  # time spent computing client answers, excluded from server time
 
     def label_histograms(self, clients: np.ndarray) -> np.ndarray:
         """Label counts (len(clients) x C) of the clients' current training windows."""
         clients = np.asarray(clients)
         counts = self._timed(self._side.label_histograms, clients)
-        self._overhead.upload_bytes += FLOAT_BYTES * counts.size
+        self._charge(clients, upload_floats=counts.shape[1])
         return counts
 
-    def losses(self, clients: np.ndarray, models: np.ndarray) -> np.ndarray:
-        """Mean training-window loss of each of ``models`` (bank indices) on each client."""
+    def losses(self, clients: np.ndarray, models: np.ndarray, trains_one: bool = False) -> np.ndarray:
+        """Mean training-window loss of each of ``models`` (bank indices) on each client.
+
+        ``trains_one``: each client then trains one of ``models`` this round, so one of the
+        downloads is the plan's ordinary model download and is not counted again.
+        """
         clients, models = np.asarray(clients), np.asarray(models)
         values = self._timed(self._side.losses, clients, models)
-        self._overhead.download_bytes += self._model_bytes * len(clients) * len(models)
-        self._overhead.upload_bytes += FLOAT_BYTES * values.size
-        self._overhead.client_extra_passes += len(clients) * len(models)
+        self._charge(clients, len(models) - trains_one, len(models), len(models), FORWARD_PASS)
         return values
 
     def gradients(self, clients: np.ndarray, model: int) -> np.ndarray:
         """Each client's flattened gradient of its mean training-window loss at bank model ``model``."""
         clients = np.asarray(clients)
         values = self._timed(self._side.gradients, clients, model)
-        self._overhead.download_bytes += self._model_bytes * len(clients)
-        self._overhead.upload_bytes += FLOAT_BYTES * values.size
-        self._overhead.client_extra_passes += len(clients)
+        self._charge(clients, 1, values.shape[1], 1, 1.0)
         return values
 
     def features(self, clients: np.ndarray, model: int, summarize: OutputSummary) -> np.ndarray:
@@ -151,16 +179,14 @@ class ClientQueries:
         """
         clients = np.asarray(clients)
         values = self._timed(self._side.outputs, clients, model, summarize)
-        self._overhead.download_bytes += self._model_bytes * len(clients)
-        self._overhead.upload_bytes += FLOAT_BYTES * values.size
-        self._overhead.client_extra_passes += len(clients)
+        self._charge(clients, 1, values.shape[1], 1, FORWARD_PASS)
         return values
 
     def data(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
         """Each client uploads ``summarize(inputs, labels)`` of its window (no model involved)."""
         clients = np.asarray(clients)
         values = self._timed(self._side.inputs, clients, summarize)
-        self._overhead.upload_bytes += FLOAT_BYTES * values.size
+        self._charge(clients, upload_floats=values.shape[1])
         return values
 
     def ground_truth(self) -> np.ndarray:
@@ -168,6 +194,19 @@ class ClientQueries:
         if not self._oracle:
             raise RunError("only an oracle method may read ground truth")
         return self._side.ground_truth()
+
+    def _charge(
+        self, clients: np.ndarray, models: int = 0, upload_floats: int = 0, passes: int = 0, pass_cost: float = 0.0
+    ) -> None:
+        """Count, for each of ``clients``, ``models`` model downloads, an upload and ``passes`` extra passes."""
+        down, up = self._model_bytes * models, FLOAT_BYTES * upload_floats
+        self._overhead.download_bytes += down * len(clients)
+        self._overhead.upload_bytes += up * len(clients)
+        self._overhead.client_extra_passes += passes * len(clients)
+        if self._traffic is not None:
+            np.add.at(self._traffic.download, clients, down)
+            np.add.at(self._traffic.upload, clients, up)
+            np.add.at(self._traffic.work, clients, passes * pass_cost)
 
     def _timed(self, fn: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
         started = time.perf_counter()

@@ -6,15 +6,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, catalog_files, check_keys, lookup, read_toml
+from driftbench.config import as_plain, build, catalog_files, check_keys, check_types, lookup, read_toml
 from driftbench.methods.base import Method
+from driftbench.methods.cflgt import CFLGT
 from driftbench.methods.fedavg import FedAvg
+from driftbench.methods.auxo import Auxo
+from driftbench.methods.cfl import CFL
+from driftbench.methods.feddrift import FedDrift
+from driftbench.methods.fielding import Fielding
+from driftbench.methods.flexcfl import FlexCFL
+from driftbench.methods.ifca import IFCA
+from driftbench.methods.pacfl import PACFL
+from driftbench.methods.mscfl import MSCFL
+from driftbench.methods.fedcm import FedCM
+from driftbench.methods.feddag import FedDAG, FedDAGSingle
 from driftbench.methods.oracle import Oracle
 from driftbench.methods.static import StaticClustering
 
-IMPLEMENTATIONS: dict[str, type[Method]] = {cls.name: cls for cls in (FedAvg, StaticClustering, Oracle)}
+IMPLEMENTATIONS: dict[str, type[Method]] = {cls.name: cls for cls in (FedAvg, StaticClustering, Oracle, FedCM, CFLGT, FedDAGSingle, FedDAG, Fielding, IFCA, FlexCFL, PACFL, CFL, Auxo, FedDrift, MSCFL)}
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "methods"
-SPEC_KEYS = {"class", "description", "paper", "params"}
+SPEC_KEYS = {"class": str, "description": str, "paper": str, "params": dict}  # key -> TOML type
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,7 @@ def load_method(name: str, sets: dict[str, str] | None = None) -> MethodSpec:
     path = lookup(catalog(), name, "method")
     raw = read_toml(path)
     check_keys(raw, SPEC_KEYS, str(path))
+    check_types(raw, SPEC_KEYS, str(path))
     cls = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}")
     params = build(cls.Params, raw.get("params", {}), f"{path} [params]")
     if sets:

@@ -6,7 +6,7 @@ import torch
 
 from driftbench.engine.train_config import TrainConfig
 from driftbench.errors import ConfigError, RunError
-from driftbench.methods.base import ClientQueries, Overhead, RunContext, cluster_average, sample_participants
+from driftbench.methods.base import ClientQueries, Overhead, RoundTraffic, RunContext, cluster_average, sample_participants
 from driftbench.methods.catalog import load_method
 from driftbench.methods.clustering import kmeans_by_silhouette
 
@@ -132,3 +132,15 @@ def test_fedprox_is_fedavg_with_mu_and_overrides_are_checked():
         load_method("fedavg", {"mu": "-1"})
     with pytest.raises(ConfigError, match="unknown key 'tau'; allowed: mu"):
         load_method("fedavg", {"tau": "1"})
+
+
+def test_round_traffic_gets_each_clients_share_for_the_clock():
+    traffic = RoundTraffic.empty(5)
+    q = ClientQueries(np.arange(0), FakeClients(np.ones((5, 3))), 100, False, Overhead(), traffic)
+    q.label_histograms(np.array([0, 4]))
+    q.losses(np.array([4]), np.array([0, 1, 2]), trains_one=True)
+    q.gradients(np.array([2]), 0)
+    assert traffic.clients().tolist() == [0, 2, 4]
+    assert traffic.download.tolist() == [0, 0, 100, 0, 200]
+    assert traffic.upload.tolist() == [12, 0, 20, 0, 12 + 12]
+    np.testing.assert_allclose(traffic.work, [0, 0, 1, 0, 1])  # 3 forward-only passes = 1 training pass
