@@ -171,21 +171,19 @@ def mnist_files(cls: type) -> dict[str, tuple[str, ...]]:
     return {"train": (names[0], names[1]), "test": (names[2], names[3])}
 
 
+def cifar_layout(name: str, cls: type, classes: int, label_key: str, description: str) -> Layout:
+    """The layout of a CIFAR dataset: torchvision's extracted python batches under ``cls.base_folder``."""
+    files = {split: tuple(f"{cls.base_folder}/{n}" for n, _ in batches)
+             for split, batches in (("train", cls.train_list), ("test", cls.test_list))}
+    return Layout(name, description, classes, files, read_cifar(label_key), fetch_archive(cls),
+                  f"extract {cls.filename} into {{root}} (it holds {cls.base_folder}/)")
+
+
 LAYOUTS = (
-    Layout(
-        "cifar10", "CIFAR-10 (torchvision): 60,000 32x32 colour images, 10 classes; downloaded when missing", 10,
-        {"train": tuple(f"{tv.CIFAR10.base_folder}/{n}" for n, _ in tv.CIFAR10.train_list),
-         "test": tuple(f"{tv.CIFAR10.base_folder}/{n}" for n, _ in tv.CIFAR10.test_list)},
-        read_cifar("labels"), fetch_archive(tv.CIFAR10),
-        f"extract {tv.CIFAR10.filename} into {{root}} (it holds {tv.CIFAR10.base_folder}/)",
-    ),
-    Layout(
-        "cifar100", "CIFAR-100 (torchvision): 60,000 32x32 colour images, 100 fine classes; downloaded when missing", 100,
-        {"train": tuple(f"{tv.CIFAR100.base_folder}/{n}" for n, _ in tv.CIFAR100.train_list),
-         "test": tuple(f"{tv.CIFAR100.base_folder}/{n}" for n, _ in tv.CIFAR100.test_list)},
-        read_cifar("fine_labels"), fetch_archive(tv.CIFAR100),
-        f"extract {tv.CIFAR100.filename} into {{root}} (it holds {tv.CIFAR100.base_folder}/)",
-    ),
+    cifar_layout("cifar10", tv.CIFAR10, 10, "labels",
+                 "CIFAR-10 (torchvision): 60,000 32x32 colour images, 10 classes; downloaded when missing"),
+    cifar_layout("cifar100", tv.CIFAR100, 100, "fine_labels",
+                 "CIFAR-100 (torchvision): 60,000 32x32 colour images, 100 fine classes; downloaded when missing"),
     Layout(
         "mnist", "MNIST (torchvision): 70,000 28x28 handwritten digits, 10 classes; downloaded when missing", 10,
         mnist_files(tv.MNIST), read_mnist, fetch_mnist(tv.MNIST),
