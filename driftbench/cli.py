@@ -16,7 +16,8 @@ from driftbench.evaluation.tolerance import ACCURACY_TOLERANCE, ARI_TOLERANCE
 log = logging.getLogger("driftbench")
 
 EPILOG = """examples:
-  driftbench run --trace label-swap                       default comparison, seed 0
+  driftbench run --trace openimage-buckets                the main job: default comparison, seed 0
+  driftbench run --trace label-swap                       default comparison on label-permutation drift
   driftbench run --trace label-swap --method oracle --seed 1 --set method.mu=0.01
   driftbench list traces
   driftbench trace make label-swap --set concepts=8 --out my.trace
@@ -25,6 +26,10 @@ EPILOG = """examples:
   driftbench sweep --traces label-swap,static --methods fedavg,oracle --seeds 0,1,2
   driftbench leaderboard runs/ --out leaderboard/
   driftbench check runs/ci --reference evaluation/reference/ci.json
+  driftbench run --trace openimage-buckets --scale paper --data-root /data/openimage
+  driftbench run --trace label-swap --resume              continue an interrupted run
+  driftbench bench engine --json
+  driftbench bench clustering --json
 """
 
 
