@@ -72,11 +72,11 @@ def method_state(method: Any) -> dict[str, Any]:
 
 
 def restore_method(method: Any, state: dict[str, Any]) -> None:
-    """Make a freshly set-up ``method`` hold exactly the checkpointed attributes."""
+    """Make a freshly set-up ``method`` hold exactly the checkpointed (decoded) attributes."""
     for name in [k for k in vars(method) if k not in REBUILT and k not in state]:
         delattr(method, name)
     for name, value in state.items():
-        setattr(method, name, decode(value))
+        setattr(method, name, value)
 
 
 def rng_states() -> dict[str, Any]:
@@ -94,7 +94,7 @@ def restore_rng(states: dict[str, Any]) -> None:
     torch.set_rng_state(states["torch"].cpu())
     if torch.cuda.is_available() and len(states["cuda"]) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
-    np.random.set_state(decode(states["numpy"]))
+    np.random.set_state(states["numpy"])
     random.setstate(states["python"])
 
 
@@ -115,7 +115,7 @@ def save(directory: Path, next_round: int, scheduler: dict[str, Any], method: An
 
 
 def load(directory: Path, device: torch.device) -> dict[str, Any]:
-    """Read a checkpoint (tensors onto ``device``); a damaged or foreign file raises ``RunError``."""
+    """Read and decode a checkpoint (tensors onto ``device``); a damaged or foreign file raises ``RunError``."""
     path = Path(directory) / STATE_FILE
     try:
         state = torch.load(path, map_location=device, weights_only=True)
@@ -123,7 +123,7 @@ def load(directory: Path, device: torch.device) -> dict[str, Any]:
         raise RunError(f"{path}: unreadable checkpoint ({type(exc).__name__}); delete it or rerun without --resume") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
         raise RunError(f"{path}: not a driftbench checkpoint of format {FORMAT_VERSION}; delete it or rerun without --resume")
-    return {**state, "scheduler": decode(state["scheduler"])}
+    return decode(state)
 
 
 def exists(directory: Path) -> bool:

@@ -235,7 +235,8 @@ class Scheduler:
         server = time.perf_counter() - started - queries.seconds
 
         work = clients.work(plan.participants, np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd]), plan.local_steps)
-        start = {n: p[torch.as_tensor(plan.start_models, device=self.device)] for n, p in self.method.models.items()}
+        rows = torch.as_tensor(plan.start_models, device=self.device)
+        start = {n: p[rows] for n, p in self.method.models.items()}
         result = self.trainer.train(start, work, self.train, plan.mu, plan.masks, plan.record)
         self.last_round = rnd
         if not finite(result):
@@ -414,8 +415,9 @@ class SigintFlag:
 
 
 def finite(result: TrainOutput) -> bool:
-    """Whether every loss and trained parameter is finite."""
-    return bool(torch.isfinite(result.loss).all()) and all(bool(torch.isfinite(p).all()) for p in result.params.values())
+    """Whether every loss and trained parameter is finite (one device sync for all of them)."""
+    checks = [torch.isfinite(result.loss).all(), *(torch.isfinite(p).all() for p in result.params.values())]
+    return bool(torch.stack(checks).all())
 
 
 def git_revision() -> str | None:
@@ -424,6 +426,6 @@ def git_revision() -> str | None:
         result = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=Path(driftbench.__file__).parent, capture_output=True, text=True, timeout=5
         )
-    except OSError:
+    except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() or None

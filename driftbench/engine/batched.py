@@ -127,11 +127,11 @@ class BatchedTrainer:
         maps = torch.as_tensor(work.label_maps, device=device)
         loss_sum = torch.zeros(k_total, dtype=params[self.names[0]].dtype, device=device)
         path = {n: params[n].new_zeros((k_total, s_total, *params[n].shape[1:])) for n in record}
-        size = self.chunk_size or k_total
+        size = self.chunk_size or max(k_total, 1)
         for lo in range(0, k_total, size):
             rows = slice(lo, min(lo + size, k_total))
             transforms = self.data.transforms(maps[rows], work.rotations[rows])
-            if size == 1:
+            if self.chunk_size == 1:
                 self._train_local(lo, params, start, masks, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum, path)
             else:
                 chunk = _Chunk(

@@ -11,11 +11,11 @@ import torch
 
 from driftbench.config import require
 from driftbench.engine.batched import default_chunk_size
+from driftbench.engine.clock import PASSES_PER_TRAINING_SAMPLE
 from driftbench.engine.device_data import resolve_device
 from driftbench.engine.models import MODELS, forward_flops
 from driftbench.engine.workload import Workload
 
-TRAIN_FLOPS_PER_FORWARD = 3.0  # forward + backward (input and weight gradients) ~ 3 forward passes
 INPUT_SHAPES = {"mlp": (1, 8, 8)}  # the 8x8 digits; every other model gets 3x32x32 images
 MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}
 
@@ -57,7 +57,7 @@ def run_engine_bench(bench: EngineBench) -> dict[str, Any]:
     for _ in range(bench.repeats):
         batched.append(seconds(workload.batched))
         sequential.append(seconds(workload.sequential))
-    flops = TRAIN_FLOPS_PER_FORWARD * forward_flops(workload.model, bench.shape) * workload.samples
+    flops = PASSES_PER_TRAINING_SAMPLE * forward_flops(workload.model, bench.shape) * workload.samples
     peak = matmul_peak_gflops(device, torch.bfloat16 if bench.amp else torch.float32)
     median = statistics.median(batched)
     return {

@@ -77,3 +77,17 @@ def test_masks_freeze_entries_and_path_sums_to_the_update():
     assert path.shape == (2, 4, *start["5.weight"].shape[1:])
     torch.testing.assert_close(path.sum(1), masked.params["5.weight"] - start["5.weight"])
     assert torch.count_nonzero(path[1, 2:]) == 0  # client 1 trains 2 of the 4 steps
+
+
+def test_one_client_trains_when_all_clients_share_a_fused_step():
+    pool = make_pool(shape=(1, 8, 8))
+    model = build_model("mlp", pool.input_shape, pool.num_classes, seed=0, dtype=torch.float64)
+    data = DevicePool(pool, torch.device("cpu"), torch.float64)
+    cfg = TrainConfig(model="mlp", lr=0.1, batch_size=8, local_steps=2)
+    work = LocalWork(np.arange(1), batch_plan(np.random.default_rng(0), [np.arange(50)], 2, 8),
+                     np.array([2]), np.arange(5)[None], np.zeros(1, dtype=np.int64))
+    start = {n: p.detach().unsqueeze(0).clone() for n, p in model.named_parameters()}
+    batched = BatchedTrainer(model, data, chunk_size=None).train(start, work, cfg)
+    sequential = train_sequential(model, data, start, work, cfg)
+    for name in start:
+        assert (batched.params[name] - sequential.params[name]).abs().max().item() <= 1e-10, name
