@@ -76,12 +76,7 @@ def make(params: LabelCombosParams, pool: Pool) -> TraceBuilder:
     movers = np.sort(rng.choice(params.clients, size=count, replace=False))
     repick = (choice + rng.integers(1, params.combos, size=params.clients)) % params.combos
     builder = TraceBuilder(params.clients, params.rounds, pool.num_classes)
-    for client in range(params.clients):
-        picks = [int(choice[client])] + ([int(repick[client])] if client in movers else [])
-        blocks = [data(g) for g in picks]
-        builder.phases(client, [0, params.drift_round][: len(picks)], [b[0] for b in blocks], [b[1] for b in blocks], picks)
-    if len(movers):
-        builder.event(params.drift_round, movers, "label")
+    builder.switch_once(choice, repick, movers, params.drift_round, data)
     return builder
 
 

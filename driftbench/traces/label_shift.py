@@ -62,13 +62,7 @@ def make(params: LabelShiftParams, pool: Pool) -> TraceBuilder:
     movers = np.sort(rng.choice(params.clients, size=round(params.fraction * params.clients), replace=False))
     target = (group + rng.integers(1, len(groups), size=params.clients)) % len(groups)
     builder = TraceBuilder(params.clients, params.rounds, pool.num_classes)
-    for client in range(params.clients):
-        phases = [int(group[client])] + ([int(target[client])] if client in movers else [])
-        blocks = [data(g) for g in phases]
-        starts = [0, params.drift_round][: len(phases)]
-        builder.phases(client, starts, [b[0] for b in blocks], [b[1] for b in blocks], phases)
-    if len(movers):
-        builder.event(params.drift_round, movers, "label")
+    builder.switch_once(group, target, movers, params.drift_round, data)
     return builder
 
 

@@ -10,7 +10,7 @@ from driftbench.config import require
 from driftbench.data.pool import Pool
 from driftbench.traces.generators import ClientParams, Generator, register
 from driftbench.traces.model import TraceBuilder
-from driftbench.traces.sampling import draw, split_pool
+from driftbench.traces.sampling import draw, train_test_ids
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def make(params: LabelSwapParams, pool: Pool) -> TraceBuilder:
     )
     rng = np.random.default_rng([params.seed, 0x5A9])
     maps = [concept_permutation(k, pool.num_classes) for k in range(params.concepts)]
-    train_ids, test_ids = split_pool(rng, len(pool), params.test_fraction)
+    train_ids, test_ids = train_test_ids(rng, pool, params.test_fraction)
     concept = rng.permutation(np.arange(params.clients) % params.initial_concepts)
     builder = TraceBuilder(params.clients, params.rounds, pool.num_classes)
     for client in range(params.clients):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -192,6 +192,19 @@ class TraceBuilder:
         for j, start in enumerate(starts):
             train = (int(train_ends[j]), int(train_ends[j + 1]))
             self.segment(client, start, train=train, test=(int(test_ends[j]), int(test_ends[j + 1])), group=groups[j])
+
+    def switch_once(
+        self, first: np.ndarray, then: np.ndarray, movers: np.ndarray, rnd: int,
+        data: Callable[[int], tuple[np.ndarray, np.ndarray]],
+    ) -> None:
+        """Client c holds block ``data(first[c])`` (its group); ``movers`` switch to ``data(then[c])`` at ``rnd``, a label event."""
+        moving = np.isin(np.arange(len(first)), movers)
+        for client in range(len(first)):
+            groups = [int(first[client])] + ([int(then[client])] if moving[client] else [])
+            blocks = [data(g) for g in groups]
+            self.phases(client, [0, rnd][: len(groups)], [b[0] for b in blocks], [b[1] for b in blocks], groups)
+        if len(movers):
+            self.event(rnd, movers, "label")
 
     def event(self, rnd: int, clients: np.ndarray, kind: str) -> None:
         """Record a drift event at ``rnd`` affecting ``clients``."""

@@ -15,10 +15,16 @@ def split_pool(rng: np.random.Generator, n: int, test_fraction: float) -> tuple[
 
 
 def train_test_ids(rng: np.random.Generator, pool: Pool, test_fraction: float) -> tuple[np.ndarray, np.ndarray]:
-    """Train and test pool indices: the pool's own ``split`` meta column when it has one, else ``split_pool``."""
+    """Train and test pool indices: the pool's own ``split`` column when it has both, else ``split_pool``.
+
+    A pool loaded as one split (``split=test``) or whose splits have other names (WILDS'
+    val/test after 2015) has no train/test pair, so it is split at random like an unsplit pool.
+    """
     if pool.meta is not None and "split" in pool.meta:
         split = pool.meta["split"].to_numpy()
-        return np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
+        train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
+        if len(train) and len(test):
+            return train, test
     return split_pool(rng, len(pool), test_fraction)
 
 

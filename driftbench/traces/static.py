@@ -10,7 +10,7 @@ from driftbench.config import require
 from driftbench.data.pool import Pool
 from driftbench.traces.generators import ClientParams, Generator, register
 from driftbench.traces.model import TraceBuilder
-from driftbench.traces.sampling import by_label, draw_by_distribution, split_pool
+from driftbench.traces.sampling import by_label, draw_by_distribution, train_test_ids
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def group_distributions(rng: np.random.Generator, groups: int, num_classes: int,
 def make(params: StaticParams, pool: Pool) -> TraceBuilder:
     """Every client draws all its data at round 0 from its group's label distribution."""
     rng = np.random.default_rng([params.seed, 0x5747])
-    train_ids, test_ids = split_pool(rng, len(pool), params.test_fraction)
+    train_ids, test_ids = train_test_ids(rng, pool, params.test_fraction)
     train_by_label = by_label(train_ids, pool.y, pool.num_classes)
     test_by_label = by_label(test_ids, pool.y, pool.num_classes)
     dists = group_distributions(rng, params.groups, pool.num_classes, params.alpha)

@@ -84,3 +84,19 @@ def test_training_settings_can_be_set_bare_or_prefixed():
     spec = apply_sets(load_spec("label-swap"), {"lr": "0.2", "train.batch_size": "7", "source": "synthetic", "source.classes": "10"})
     assert spec.train.lr == 0.2 and spec.train.batch_size == 7
     assert spec.source == "synthetic" and spec.source_params.classes == 10
+
+
+def test_pool_splits_are_used_only_when_both_train_and_test_exist():
+    import pandas as pd
+
+    from driftbench.data.pool import Pool
+    from driftbench.traces.sampling import train_test_ids
+
+    def pool(splits):
+        return Pool("t", np.zeros((len(splits), 1, 2, 2), np.float32), np.zeros(len(splits), np.int64), 2,
+                    pd.DataFrame({"split": splits}))
+
+    train, test = train_test_ids(np.random.default_rng(0), pool(["train", "test", "train", "val"]), 0.5)
+    assert train.tolist() == [0, 2] and test.tolist() == [1]
+    train, test = train_test_ids(np.random.default_rng(0), pool(["val", "test", "test", "val"]), 0.5)
+    assert len(train) == 2 and len(test) == 2 and not set(train) & set(test)
