@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from driftbench.evaluation.metrics import TimeToAccuracy, speedup
-from driftbench.evaluation.record import read_json, run_dir
-from driftbench.evaluation.summary import REFERENCE
+from driftbench.evaluation.metrics import speedup
+from driftbench.evaluation.record import SUMMARY, read_json, run_dir
+from driftbench.evaluation.summary import REFERENCE, summary_tta
 from driftbench.errors import ConfigError
 from driftbench.methods.catalog import MethodSpec, load_method
 from driftbench.scheduler import Checkpointing, RunSpec, run
@@ -64,7 +64,7 @@ def reference_target(out: Path, trace: Any, method: str, seed: int) -> float | N
     """FedAvg's final accuracy on the same trace and seed (None for FedAvg itself, which uses its own)."""
     if method == REFERENCE:
         return None
-    path = run_dir(out, trace.name, REFERENCE, seed) / "summary.json"
+    path = run_dir(out, trace.name, REFERENCE, seed) / SUMMARY
     if path.exists():
         ref = read_json(path)
         if ref.get("trace_hash") == trace.content_hash() and ref.get("status") == "ok":
@@ -94,10 +94,3 @@ def table_rows(summaries: list[dict[str, Any]]) -> list[dict[str, str]]:
             "run_dir": s["run_dir"],
         })
     return rows
-
-
-def summary_tta(summary: dict[str, Any] | None) -> TimeToAccuracy | None:
-    """A summary's time-to-accuracy; None without a summary or when the target was not reached."""
-    if summary is None or summary["time_to_accuracy"] is None:
-        return None
-    return TimeToAccuracy(**summary["time_to_accuracy"])

@@ -210,17 +210,7 @@ class Scheduler:
 
     def config(self) -> dict[str, Any]:
         """config.json: everything needed to reproduce the run."""
-        return {
-            "trace": {"name": self.trace.name, "hash": self.trace_hash, **self.trace.info},
-            "method": self.spec.method.as_config(),
-            "train": as_plain(self.train),
-            "seed": self.spec.seed,
-            "rounds": self.trace.rounds,
-            "device": str(self.device),
-            "driftbench_version": driftbench.__version__,
-            "git_revision": git_revision(),
-            "torch_version": torch.__version__,
-        }
+        return run_config(self.spec, self.device, self.trace_hash)
 
     def step(self, rnd: int) -> bool:
         """One round: reports, plan, local training, aggregation, clock, evaluation; False once diverged."""
@@ -412,6 +402,21 @@ class SigintFlag:
     def _handle(self, signum: int, frame: object) -> None:
         self.raised = True
         signal.signal(signal.SIGINT, self._previous)
+
+
+def run_config(spec: RunSpec, device: torch.device, trace_hash: str) -> dict[str, Any]:
+    """config.json of the run ``spec`` on ``device``: everything needed to reproduce it."""
+    return {
+        "trace": {"name": spec.trace.name, "hash": trace_hash, **spec.trace.info},
+        "method": spec.method.as_config(),
+        "train": as_plain(spec.train),
+        "seed": spec.seed,
+        "rounds": spec.trace.rounds,
+        "device": str(device),
+        "driftbench_version": driftbench.__version__,
+        "git_revision": git_revision(),
+        "torch_version": torch.__version__,
+    }
 
 
 def finite(result: TrainOutput) -> bool:

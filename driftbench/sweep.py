@@ -31,11 +31,12 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from driftbench.comparison import method_overrides, reference_target
 from driftbench.config import check_keys, read_toml, require
 from driftbench.errors import ConfigError, DriftbenchError, RunError, TraceFileError
-from driftbench.evaluation.record import CONFIG, SUMMARY, VOLATILE_CONFIG, as_json, read_json, run_dir
+from driftbench.evaluation.record import CONFIG, SUMMARY, experiment_config, read_json, run_dir
 from driftbench.evaluation.summary import REFERENCE
 from driftbench.methods.catalog import load_method
-from driftbench.scheduler import Checkpointing, RunSpec, Scheduler, run
-from driftbench.traces.catalog import apply_sets, is_trace_file, load_spec, resolve
+from driftbench.engine.device_data import resolve_device
+from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
+from driftbench.traces.catalog import is_trace_file, named_spec, resolve
 
 log = logging.getLogger("driftbench")
 
@@ -138,8 +139,8 @@ def sweep_jobs(
     Each trace gets the suite's overrides for it, then the command line's ``--set`` values.
     """
     traces = traces or list(suite.traces if suite else [])
-    methods = methods or list(suite.methods if suite else [])
-    seeds = seeds or list(suite.seeds if suite else [0])
+    methods = list(dict.fromkeys(methods or (suite.methods if suite else [])))  # a repeat would share a run folder
+    seeds = list(dict.fromkeys(seeds or (suite.seeds if suite else [0])))
     require(bool(traces) and bool(methods), "sweep: give --traces and --methods, or a --suite file")
     per_trace = {t: {**(suite.traces.get(t, {}) if suite else {}), **trace_sets} for t in traces}
     return plan_jobs(per_trace, methods, seeds, method_sets, options)
@@ -184,13 +185,12 @@ def check_trace(name: str, sets: dict[str, str]) -> None:
         if not Path(name).is_file():
             raise TraceFileError(f"{name}: no such trace file")
     else:
-        apply_sets(load_spec(name), sets)
+        named_spec(name, sets)
 
 
 def config_digest(config: dict[str, Any]) -> str:
     """The resolved config hash: SHA-256 of a run's config.json content without its volatile fields."""
-    kept = {k: v for k, v in as_json(config).items() if k not in VOLATILE_CONFIG}
-    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(experiment_config(config), sort_keys=True).encode()).hexdigest()
 
 
 def stored_digest(folder: Path) -> str | None:
@@ -211,7 +211,7 @@ def execute(job: RunJob) -> RunOutcome:
         target = reference_target(job.out, resolved.trace, method.name, job.seed)
         spec = RunSpec(resolved.trace, resolved.pool, resolved.train, method, job.seed, job.device, job.out, target, quiet=True)
         folder = run_dir(job.out, resolved.trace.name, method.name, job.seed)
-        same = stored_digest(folder) == config_digest(Scheduler(spec).config())
+        same = stored_digest(folder) == config_digest(run_config(spec, resolve_device(job.device), resolved.trace.content_hash()))
         if same and (folder / SUMMARY).is_file():
             summary = read_json(folder / SUMMARY)
             return RunOutcome(job.label, "skipped", summary["status"], time.perf_counter() - started, summary=summary)

@@ -100,3 +100,13 @@ def test_suite_file_errors_name_the_field(tmp_path):
     suite.write_text(suite.read_text().replace("seeds = [0]", "seeds = [-1]"))
     with pytest.raises(ConfigError, match=r"s.toml: seeds: expected a non-empty list of integers >= 0"):
         load_suite(suite)
+
+
+def test_scale_is_accepted_and_repeated_methods_or_seeds_run_once():
+    options = SweepOptions(out=Path("unused"))
+    jobs = sweep_jobs(None, ["label-swap"], ["fedavg", "static", "fedavg"], [0, 0, 1], {"scale": "embedded"}, {}, options)
+    assert sorted(job.label for job in jobs) == [
+        "label-swap/fedavg/seed0", "label-swap/fedavg/seed1", "label-swap/static/seed0", "label-swap/static/seed1",
+    ]
+    with pytest.raises(ConfigError, match="scale"):
+        sweep_jobs(None, ["label-swap"], ["fedavg"], [0], {"scale": "huge"}, {}, options)

@@ -89,10 +89,11 @@ def as_json(data: Any) -> Any:
 
 def config_difference(stored: dict[str, Any], current: dict[str, Any]) -> tuple[str, Any, Any] | None:
     """The first dotted key (volatile fields aside) where two config.json contents differ, with both values."""
-    return _first_difference(_experiment(stored), _experiment(current), "")
+    return _first_difference(experiment_config(stored), experiment_config(current), "")
 
 
-def _experiment(config: dict[str, Any]) -> dict[str, Any]:
+def experiment_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A config.json content without its volatile fields (device, versions, git revision): what the results depend on."""
     return {k: v for k, v in as_json(config).items() if k not in VOLATILE_CONFIG}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from driftbench.errors import ConfigError
-from driftbench.evaluation.record import read_json
+from driftbench.evaluation.record import CONFIG, ROUNDS, SUMMARY, read_json
 
 INCOMPLETE = "incomplete: config.json but no summary.json (crashed or still running)"
 
@@ -37,7 +37,7 @@ class RunRecord:
 
     def rounds(self) -> pd.DataFrame:
         """The run's rounds.csv."""
-        return pd.read_csv(self.path / "rounds.csv")
+        return pd.read_csv(self.path / ROUNDS)
 
 
 def find_runs(root: Path) -> list[RunRecord]:
@@ -54,8 +54,8 @@ def find_runs(root: Path) -> list[RunRecord]:
 def load_record(folder: Path) -> RunRecord:
     """Read a run folder's config.json and, if present, summary.json."""
     try:
-        config = read_json(folder / "config.json")
-        summary = read_json(folder / "summary.json") if (folder / "summary.json").is_file() else None
+        config = read_json(folder / CONFIG)
+        summary = read_json(folder / SUMMARY) if (folder / SUMMARY).is_file() else None
         return RunRecord(folder, config["trace"]["name"], config["trace"]["hash"], config["method"]["name"], int(config["seed"]), summary)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{folder}: not a readable run record ({type(exc).__name__}: {exc})") from None

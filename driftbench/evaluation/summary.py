@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from driftbench.evaluation.metrics import final_accuracy, final_window, recovery, time_to_accuracy
+from driftbench.evaluation.metrics import TimeToAccuracy, final_accuracy, final_window, recovery, time_to_accuracy
 
 REFERENCE = "fedavg"  # time-to-accuracy targets and speed-ups are relative to this method
 
@@ -37,3 +37,10 @@ def summarize(rows: pd.DataFrame, event_rounds: np.ndarray, method: str, target:
         "ari_final": float(ari.iloc[-1]) if len(ari) else None,
         "n_clusters_final": int(rows["n_clusters"].iloc[-1]),
     }
+
+
+def summary_tta(summary: dict[str, Any] | None) -> TimeToAccuracy | None:
+    """A summary's time-to-accuracy; None without a summary or when the target was not reached."""
+    if summary is None or summary["time_to_accuracy"] is None:
+        return None
+    return TimeToAccuracy(**summary["time_to_accuracy"])

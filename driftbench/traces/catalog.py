@@ -174,17 +174,24 @@ def is_trace_file(name: str) -> bool:
     return name not in catalog() and (Path(name).suffix in (".trace", ".npz") or Path(name).exists())
 
 
+def named_spec(name: str, sets: dict[str, str]) -> TraceSpec:
+    """The catalog trace ``name`` at the scale ``sets["scale"]`` (default embedded) with the other ``--set`` values applied."""
+    sets = dict(sets)
+    scale = sets.pop(SCALE_SET, "embedded")
+    return apply_sets(load_spec(name, scale), sets)
+
+
 def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
     """The trace, pool, training settings and default methods for ``--trace NAME|FILE`` with ``--set`` values.
 
     ``sets["scale"]`` (from ``--scale``) picks the named trace's scale.
     """
-    sets = dict(sets)
-    scale = sets.pop(SCALE_SET, "embedded")
     if not is_trace_file(name):
-        spec = apply_sets(load_spec(name, scale), sets)
+        spec = named_spec(name, sets)
         trace, pool = generate(spec)
         return ResolvedTrace(trace, pool, spec.train, spec.methods)
+    sets = dict(sets)
+    scale = sets.pop(SCALE_SET, "embedded")
     require(scale == "embedded", f"--scale {scale}: {name} is a trace file, whose data is fixed; scale a named trace")
     trace, defaults = load_trace(Path(name))
     trace = replace(trace, info={**trace.info, "name": Path(name).stem})

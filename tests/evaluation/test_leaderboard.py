@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from driftbench.cli import main
-from driftbench.comparison import run_comparison, summary_tta
+from driftbench.comparison import run_comparison
+from driftbench.evaluation.summary import summary_tta
 from driftbench.evaluation.metrics import speedup
 from driftbench.evaluation.leaderboard import write_leaderboard
 

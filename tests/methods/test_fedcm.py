@@ -10,7 +10,7 @@ import torch
 from driftbench.cli import main
 from driftbench.engine.train_config import TrainConfig
 from driftbench.errors import ConfigError
-from driftbench.methods.base import Plan, RunContext, TrainResult
+from driftbench.methods.base import RunContext, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.fedcm import migrations, modularity_local_moves, path_similarity, similarity_graph
 
