@@ -6,7 +6,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 
-from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult, cluster_average, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult, cluster_average
 from driftbench.methods.clustering import ClusterCountParams, flat_updates
 
 
@@ -39,8 +39,7 @@ class Auxo(Method):
         """Regroup last round's participants, then sample this round's uniformly."""
         if len(self.last_clients) >= 2:
             self.regroup(self.last_clients, self.last_updates)
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+        return self.uniform_plan(rng)
 
     def regroup(self, ids: np.ndarray, updates: np.ndarray) -> None:
         """k-means of the unit updates; groups matched to cohorts by overlap; new cohorts copy their source model."""

@@ -244,6 +244,11 @@ class Method:
         """Decide assignment and this round's participants."""
         raise NotImplementedError
 
+    def uniform_plan(self, rng: np.random.Generator) -> Plan:
+        """The trace's number of participants drawn uniformly, each training its assigned model (FedProx ``mu``)."""
+        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
+        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Fold the participants' trained models into the bank (sample-weighted mean per model)."""
         self.models = cluster_average(self.models, result.params, result.plan.start_models, result.num_samples)

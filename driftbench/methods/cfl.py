@@ -10,7 +10,7 @@ from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.config import require
-from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, ProxParams, TrainResult, cluster_average, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, ProxParams, TrainResult, cluster_average
 from driftbench.methods.clustering import flat_updates
 
 
@@ -69,8 +69,7 @@ class CFL(Method):
             if self.num_models < self.params.max_clusters:
                 self.split(clients, int(cluster), rnd)
         self.to_split = np.zeros(0, dtype=np.int64)
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+        return self.uniform_plan(rng)
 
     def split(self, clients: ClientQueries, cluster: int, rnd: int) -> None:
         """Bipartition ``cluster`` by its members' gradients; the second half gets a copy of the model."""
@@ -86,8 +85,9 @@ class CFL(Method):
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Average each cluster's participants; flag clusters whose updates meet the split criterion."""
         start = result.plan.start_models
-        updates = flat_updates(result.params, self.models, start)
-        flagged = [c for c in np.unique(start) if (start == c).sum() >= 2 and rnd - self.born[c] >= self.params.warmup
-                   and should_split(updates[start == c], result.num_samples[start == c], self.params.eps1, self.params.eps2)]
+        candidates = [c for c in np.unique(start) if (start == c).sum() >= 2 and rnd - self.born[c] >= self.params.warmup]
+        updates = flat_updates(result.params, self.models, start) if candidates else None  # P floats per participant
+        flagged = [c for c in candidates
+                   if should_split(updates[start == c], result.num_samples[start == c], self.params.eps1, self.params.eps2)]
         self.to_split = np.asarray(flagged, dtype=np.int64)
         self.models = cluster_average(self.models, result.params, start, result.num_samples)

@@ -23,7 +23,7 @@ from sklearn.cluster import AffinityPropagation
 from sklearn.exceptions import ConvergenceWarning
 
 from driftbench.config import require
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams
 from driftbench.methods.clustering import remix_models
 
 log = logging.getLogger("driftbench")
@@ -100,8 +100,7 @@ class CFLGT(Method):
         """Cluster when due, then sample participants uniformly; each trains its cluster's model."""
         if self._clustering_due(rnd):
             self._cluster(clients)
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+        return self.uniform_plan(rng)
 
     def _clustering_due(self, rnd: int) -> bool:
         since = rnd - self.params.pretrain_rounds

@@ -206,7 +206,3 @@ def flat_updates(trained: Params, bank: Params, start: np.ndarray) -> np.ndarray
     rows = [(trained[n] - bank[n][index]).reshape(len(start), -1) for n in bank]
     return torch.cat(rows, dim=1).double().cpu().numpy()
 
-
-def flat_models(bank: Params) -> np.ndarray:
-    """Each bank model flattened to a row (float64 numpy)."""
-    return torch.cat([p.reshape(len(p), -1) for p in bank.values()], dim=1).double().cpu().numpy()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams
 
 
 class FedAvg(Method):
@@ -16,5 +16,4 @@ class FedAvg(Method):
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
         """Sample participants uniformly; all start from the global model."""
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, np.zeros(len(participants), dtype=np.int64), mu=self.params.mu)
+        return self.uniform_plan(rng)

@@ -19,7 +19,7 @@ from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.config import require
 from driftbench.methods.base import (
-    ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average, replicate, sample_participants,
+    ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average, replicate,
 )
 from driftbench.methods.clustering import flat_updates
 
@@ -120,8 +120,7 @@ class FedCM(Method):
             path_floats = self.params.warmup_steps * sum(self.ctx.init_params[n].numel() for n in self.personal)
             return Plan(participants, np.zeros(len(participants), dtype=np.int64), mu=self.params.mu,
                         record=self.personal, local_steps=self.params.warmup_steps, upload_floats=path_floats)
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+        return self.uniform_plan(rng)
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Collect warm-up paths and cluster after the last slice; afterwards migrate, then average per cluster."""

@@ -252,6 +252,9 @@ class FedDAG(FedDAGSingle):
         """Split the encoder in two halves; no CC-graph until the first clustering."""
         self.owners = encoder_halves(ctx.init_params, ctx.classifier)
         super().setup(ctx)
+        self.first_mask = owner_masks(self.owners, (PRIMARY, CLASSIFIER), self.initial)
+        self.second_mask = owner_masks(self.owners, (SECONDARY,), self.initial)
+        self.classifier_mask = owner_masks(self.owners, (CLASSIFIER,), self.initial)
         self.sources = np.zeros((0, 0), dtype=bool)
         self.composite_learners = np.zeros((0, 0), dtype=bool)
 
@@ -261,11 +264,8 @@ class FedDAG(FedDAGSingle):
 
     def masks(self, primary: int, warming: int, secondary: int) -> Params | None:
         """Primary and warm-up rows train the primary encoder and classifier; secondary rows the secondary encoder."""
-        like = self.initial
-        first = owner_masks(self.owners, (PRIMARY, CLASSIFIER), like)
-        second = owner_masks(self.owners, (SECONDARY,), like)
-        kinds = [first] * (primary + warming) + [second] * secondary
-        return {n: torch.stack([k[n] for k in kinds]) for n in like} if kinds else None
+        kinds = [self.first_mask] * (primary + warming) + [self.second_mask] * secondary
+        return {n: torch.stack([k[n] for k in kinds]) for n in self.initial} if kinds else None
 
     def training_plan(self, sampled: np.ndarray) -> Plan:
         """FEDDAG*'s plan plus one secondary row per sampled client of a source cluster, starting from its composite encoder."""
@@ -292,7 +292,7 @@ class FedDAG(FedDAGSingle):
             return {}, np.zeros((0, self.num_clusters), dtype=bool)
         learners = self.sources[:, self.sources.any(axis=0)].T  # (sources, clusters): learners of each source
         weights = torch.as_tensor(learners / learners.sum(axis=1, keepdims=True))
-        second = owner_masks(self.owners, (SECONDARY,), self.initial)
+        second = self.second_mask
         source_index = torch.as_tensor(np.flatnonzero(self.sources.any(axis=0)))
         out = {}
         for n, p in self.clusters.items():
@@ -304,7 +304,7 @@ class FedDAG(FedDAGSingle):
         """Eq. 21: each source's aggregated secondary-encoder change is added to each of its learners' secondary encoders."""
         if not len(self.composite_learners):
             return
-        second = owner_masks(self.owners, (SECONDARY,), self.initial)
+        second = self.second_mask
         learners = torch.as_tensor(self.composite_learners.T.astype(np.float64))
         for n, p in self.clusters.items():
             change = (after[n] - before[n]) * second[n]
@@ -313,7 +313,7 @@ class FedDAG(FedDAGSingle):
     def cluster_models(self, local: Params, labels: np.ndarray, sizes: np.ndarray) -> Params:
         """Eq. 22: primary encoder from the members' warm-up encoders; secondary encoder and classifier from the initial model."""
         models = super().cluster_models(local, labels, sizes)
-        classifier = owner_masks(self.owners, (CLASSIFIER,), self.initial)
+        classifier = self.classifier_mask
         return {n: p * (1 - classifier[n]) + self.initial[n] * classifier[n] for n, p in models.items()}
 
     def clusters_changed(self) -> None:

@@ -10,7 +10,7 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
 from driftbench.config import require
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, replicate
 from driftbench.methods.clustering import remix_models
 
 
@@ -69,13 +69,12 @@ class FedDrift(Method):
             losses = self.isolate(isolated, losses)
         self.merge(losses)
         self.previous = losses[everyone, self.assignment]
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+        return self.uniform_plan(rng)
 
     def isolate(self, ids: np.ndarray, losses: np.ndarray) -> np.ndarray:
         """One new cluster per drifted client, from the initial model; returns the losses with new columns (the clients' current loss)."""
-        fresh = {n: p.unsqueeze(0).repeat(len(ids), *([1] * p.dim())) for n, p in self.ctx.init_params.items()}
-        self.models = {n: torch.cat([m, fresh[n].to(m)]) for n, m in self.models.items()}
+        fresh = replicate(self.ctx.init_params, len(ids))
+        self.models = {n: torch.cat([m, fresh[n]]) for n, m in self.models.items()}
         first = losses.shape[1]
         self.assignment[ids] = first + np.arange(len(ids))
         # untrained models: their loss is unknown until next round; an infinite loss keeps them from merging now

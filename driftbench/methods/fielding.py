@@ -95,7 +95,7 @@ class Fielding(Method):
             self.representations = self.represent(clients, np.arange(self.ctx.num_clients))
             self.delta, self.reclustered_before = self.params.c, False
             self.assignment = self.global_clusters()
-            self.models = replicate({n: p[0] for n, p in self.models.items()}, int(self.assignment.max()) + 1)
+            self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
         elif len(clients.changed):
             self.handle_drift(clients)
         participants = per_cluster_participants(rng, self.assignment, self.ctx.train.participants)

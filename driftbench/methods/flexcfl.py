@@ -7,7 +7,7 @@ from sklearn.cluster import KMeans
 from sklearn.decomposition import TruncatedSVD
 from sklearn.metrics.pairwise import cosine_similarity
 
-from driftbench.methods.base import ClientQueries, Method, Plan, TrainResult, cluster_average, replicate, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, TrainResult, cluster_average, replicate
 from driftbench.methods.clustering import ClusterCountParams, flat_updates
 
 
@@ -31,12 +31,11 @@ class FlexCFL(Method):
             directions = -clients.gradients(np.arange(self.ctx.num_clients), 0)
             self.assignment = decomposed_groups(directions, self.params.k, self.ctx.seed)
             k = int(self.assignment.max()) + 1
-            self.models = replicate({n: p[0] for n, p in self.models.items()}, k)
+            self.models = replicate(self.ctx.init_params, k)
             self.group_directions = np.stack([unit(directions[self.assignment == g]).mean(0) for g in range(k)])
         elif len(clients.changed):
             self.migrate(clients, np.asarray(clients.changed))
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+        return self.uniform_plan(rng)
 
     def migrate(self, clients: ClientQueries, changed: np.ndarray) -> None:
         """Move each drifted client to the group whose direction is closest to its own."""

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from driftbench.errors import RunError
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
 
 
 class Oracle(Method):
@@ -27,5 +27,4 @@ class Oracle(Method):
             fresh = replicate(self.ctx.init_params, missing)
             self.models = {n: torch.cat([m, fresh[n]]) for n, m in self.models.items()}
         self.assignment = truth
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, truth[participants], mu=self.params.mu)
+        return self.uniform_plan(rng)

@@ -10,7 +10,7 @@ import torch
 from sklearn.cluster import AgglomerativeClustering
 
 from driftbench.config import require
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
 from driftbench.methods.clustering import kernel_device
 
 ANGLE_CHUNK = 256  # subspace pairs' rows per batched SVD
@@ -67,8 +67,7 @@ class PACFL(Method):
             angles = principal_angles(torch.as_tensor(vectors, device=kernel_device()).reshape(n, -1, p)).cpu().numpy()
             self.assignment = angle_clusters(angles, self.params.threshold)
             self.models = replicate({k: v[0] for k, v in self.models.items()}, int(self.assignment.max()) + 1)
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+        return self.uniform_plan(rng)
 
 
 def angle_clusters(angles: np.ndarray, threshold: float) -> np.ndarray:

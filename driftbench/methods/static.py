@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from driftbench.config import require
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
 from driftbench.methods.clustering import kmeans_by_silhouette
 
 
@@ -36,6 +36,5 @@ class StaticClustering(Method):
             counts = clients.label_histograms(np.arange(self.ctx.num_clients))
             dists = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
             self.assignment = kmeans_by_silhouette(dists, self.params.k_min, self.params.k_max, self.ctx.seed)
-            self.models = replicate({n: p[0] for n, p in self.models.items()}, int(self.assignment.max()) + 1)
-        participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
-        return Plan(participants, self.assignment[participants], mu=self.params.mu)
+            self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
+        return self.uniform_plan(rng)
