@@ -267,10 +267,8 @@ class Scheduler:
     def evaluate(self, rnd: int, segments: np.ndarray) -> dict[str, Any]:
         """One rounds.csv row: every client tested on its current test data with its current model."""
         t, method = self.trace, self.method
-        acc = per_client_mean(
-            self.model, self.data, method.models, method.assignment,
-            [t.test_indices(s) for s in segments], t.label_maps[t.seg_map[segments]], t.seg_rotation[segments], "accuracy",
-        )
+        tests = RoundClients(self, segments).views(np.arange(t.num_clients), test=True)
+        acc = per_client_mean(self.model, self.data, method.models, method.assignment, *tests, "accuracy")
         truth = t.seg_group[segments]
         return {
             "round": rnd,
@@ -329,13 +327,15 @@ class RoundClients:
     def __init__(self, scheduler: Scheduler, segments: np.ndarray) -> None:
         self.s, self.segments = scheduler, segments
 
-    def _views(self, clients: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    def views(self, clients: np.ndarray, test: bool = False) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        """The clients' current train (or test) windows, label maps and rotations."""
         t, segs = self.s.trace, self.segments[clients]
-        return [t.train_indices(seg) for seg in segs], t.label_maps[t.seg_map[segs]], t.seg_rotation[segs]
+        windows = t.test_indices if test else t.train_indices
+        return [windows(seg) for seg in segs], t.label_maps[t.seg_map[segs]], t.seg_rotation[segs]
 
     def work(self, clients: np.ndarray, rng: np.random.Generator, local_steps: int | None = None) -> LocalWork:
         """This round's local training for ``clients`` (``local_steps`` or the trace's): batches from their windows."""
-        windows, maps, rotations = self._views(clients)
+        windows, maps, rotations = self.views(clients)
         train = self.s.train
         steps = train.local_steps if local_steps is None else local_steps
         return LocalWork(
@@ -353,7 +353,7 @@ class RoundClients:
 
     def losses(self, clients: np.ndarray, models: np.ndarray) -> np.ndarray:
         """Mean train-window loss of each bank model in ``models`` on each client."""
-        windows, maps, rotations = self._views(clients)
+        windows, maps, rotations = self.views(clients)
         s = self.s
         columns = [
             per_client_mean(s.model, s.data, s.method.models, np.full(len(clients), m), windows, maps, rotations, "loss")
@@ -363,19 +363,19 @@ class RoundClients:
 
     def gradients(self, clients: np.ndarray, model: int) -> np.ndarray:
         """Flattened gradients of the clients' mean train-window loss at bank model ``model``."""
-        windows, maps, rotations = self._views(clients)
+        windows, maps, rotations = self.views(clients)
         params = {n: p[model] for n, p in self.s.method.models.items()}
         return client_gradients(self.s.model, self.s.data, params, windows, maps, rotations).cpu().numpy()
 
     def outputs(self, clients: np.ndarray, model: int, summarize: OutputSummary) -> np.ndarray:
         """Stacked ``summarize(features, probs, labels)`` of each client's window under bank model ``model``."""
-        windows, maps, rotations = self._views(clients)
+        windows, maps, rotations = self.views(clients)
         params = {n: p[model] for n, p in self.s.method.models.items()}
         return client_outputs(self.s.model, self.s.data, params, windows, maps, rotations, summarize)
 
     def inputs(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
         """Stacked ``summarize(inputs, labels)`` of each client's window."""
-        return client_inputs(self.s.data, *self._views(clients), summarize)
+        return client_inputs(self.s.data, *self.views(clients), summarize)
 
     def ground_truth(self) -> np.ndarray:
         """Every client's true group now."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -34,10 +34,7 @@ def per_client_mean(
     """
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
-    lengths = np.array([len(w) for w in windows])
-    owner = np.repeat(np.arange(len(windows)), lengths)
-    idx = np.concatenate(windows) if windows else np.zeros(0, dtype=np.int64)
-    maps = torch.as_tensor(label_maps, device=data.device)
+    lengths, owner, idx, maps = _flatten(windows, label_maps, data.device)
     total = np.zeros(len(windows))
     for m in np.unique(model_of_client):
         params = {n: p[m] for n, p in bank.items()}
@@ -64,13 +61,28 @@ def client_gradients(
         return F.cross_entropy(functional_call(model, p, (x,)), y)
 
     grad_fn = grad(loss)
+    samples = _client_samples(data, windows, label_maps, rotations)
+    return torch.stack([torch.cat([g.reshape(-1) for g in grad_fn(params, x, y).values()]) for x, y in samples])
+
+
+def _flatten(
+    windows: list[np.ndarray], label_maps: np.ndarray, device: torch.device
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, torch.Tensor]:
+    """All clients' windows as one index array: per-client lengths, each sample's client, the indices and the label maps."""
+    lengths = np.array([len(w) for w in windows])
+    owner = np.repeat(np.arange(len(windows)), lengths)
+    idx = np.concatenate(windows) if windows else np.zeros(0, dtype=np.int64)
+    return lengths, owner, idx, torch.as_tensor(label_maps, device=device)
+
+
+def _client_samples(
+    data: DevicePool, windows: list[np.ndarray], label_maps: np.ndarray, rotations: np.ndarray
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Each client's whole window (inputs, labels) after its transforms, one client at a time."""
     maps = torch.as_tensor(label_maps, device=data.device)
-    rows = []
     for k, window in enumerate(windows):
         x, y = data.gather(torch.as_tensor(window[None], device=data.device), maps[k : k + 1], rotations[k : k + 1])
-        grads = grad_fn(params, x[0], y[0])
-        rows.append(torch.cat([g.reshape(-1) for g in grads.values()]))
-    return torch.stack(rows)
+        yield x[0], y[0]
 
 
 OutputSummary = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], np.ndarray]  # (features, probs, labels) -> 1-D
@@ -103,10 +115,7 @@ def client_outputs(
     captured: list[torch.Tensor] = []
     head = model.get_submodule(classifier_name(model))
     hook = head.register_forward_hook(lambda _m, inputs, _out: captured.append(inputs[0]))
-    lengths = np.array([len(w) for w in windows])
-    owner = np.repeat(np.arange(len(windows)), lengths)
-    idx = np.concatenate(windows) if windows else np.zeros(0, dtype=np.int64)
-    maps = torch.as_tensor(label_maps, device=data.device)
+    lengths, owner, idx, maps = _flatten(windows, label_maps, data.device)
     probs, labels = [], []
     try:
         for start in range(0, len(idx), EVAL_CHUNK):
@@ -129,12 +138,7 @@ def client_inputs(
     data: DevicePool, windows: list[np.ndarray], label_maps: np.ndarray, rotations: np.ndarray, summarize: DataSummary
 ) -> np.ndarray:
     """Stacked ``summarize(inputs, labels)`` of each client's window as the client sees it (after its transforms)."""
-    maps = torch.as_tensor(label_maps, device=data.device)
-    rows = []
-    for k, window in enumerate(windows):
-        x, y = data.gather(torch.as_tensor(window[None], device=data.device), maps[k : k + 1], rotations[k : k + 1])
-        rows.append(as_numpy(summarize(x[0], y[0])))
-    return np.stack(rows)
+    return np.stack([as_numpy(summarize(x, y)) for x, y in _client_samples(data, windows, label_maps, rotations)])
 
 
 def as_numpy(values: np.ndarray | torch.Tensor) -> np.ndarray:
