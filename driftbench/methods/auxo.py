@@ -7,7 +7,7 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 
 from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult, cluster_average
-from driftbench.methods.clustering import ClusterCountParams, flat_updates
+from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
 
 
 class Auxo(Method):
@@ -44,8 +44,7 @@ class Auxo(Method):
     def regroup(self, ids: np.ndarray, updates: np.ndarray) -> None:
         """k-means of the unit updates; groups matched to cohorts by overlap; new cohorts copy their source model."""
         k = min(self.params.k, len(ids))
-        units = updates / np.maximum(np.linalg.norm(updates, axis=1, keepdims=True), 1e-12)
-        groups = KMeans(n_clusters=k, n_init=1, random_state=self.ctx.seed).fit_predict(units)
+        groups = KMeans(n_clusters=k, n_init=1, random_state=self.ctx.seed).fit_predict(unit_vectors(updates))
         before = self.assignment[ids]
         overlap = np.zeros((k, self.params.k))
         np.add.at(overlap, (groups, before), 1.0)

@@ -32,6 +32,12 @@ class ClusterCountParams(ProxParams):
         require(self.k >= 1, f"k must be >= 1, got {self.k}")
 
 
+def unit_vectors(vectors: np.ndarray) -> np.ndarray:
+    """Vectors (along the last axis) scaled to unit L2 norm; zero vectors stay zero."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
 def kernel_device() -> torch.device:
     """Where distance kernels run: the GPU when present, else the CPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -21,7 +21,7 @@ from driftbench.config import require
 from driftbench.methods.base import (
     ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average, replicate,
 )
-from driftbench.methods.clustering import flat_updates
+from driftbench.methods.clustering import flat_updates, unit_vectors
 
 
 @dataclass(frozen=True)
@@ -77,14 +77,11 @@ def migrations(updates: np.ndarray, cluster: np.ndarray, num_clusters: int, tau:
     with its own cluster's direction is below ``tau`` moves to the cluster (among those with
     participants this round) whose direction is closest.
     """
-    norms = np.linalg.norm(updates, axis=1, keepdims=True)
-    theta = np.divide(updates, norms, out=np.zeros_like(updates), where=norms > 0)
     summed = np.zeros((num_clusters, updates.shape[1]))
     np.add.at(summed, cluster, updates)
-    lengths = np.linalg.norm(summed, axis=1, keepdims=True)
-    directions = np.divide(summed, lengths, out=np.zeros_like(summed), where=lengths > 0)
-    scores = theta @ directions.T
-    scores[:, lengths[:, 0] == 0] = -np.inf
+    directions = unit_vectors(summed)
+    scores = unit_vectors(updates) @ directions.T
+    scores[:, ~directions.any(1)] = -np.inf
     own = scores[np.arange(len(cluster)), cluster]
     return np.where(own < tau, scores.argmax(1), cluster)
 

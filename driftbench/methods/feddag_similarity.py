@@ -13,6 +13,7 @@ from scipy.optimize import minimize
 from scipy.spatial.distance import squareform
 from scipy.stats import wasserstein_distance
 
+from driftbench.methods.clustering import unit_vectors
 from driftbench.methods.pacfl import principal_vectors
 
 LOG_OFFSET = np.e  # Eq. 5's epsilon: ln(n + e) >= 1, so a class missing on one client (n = 0) still gives a finite ratio
@@ -51,15 +52,10 @@ def class_angles(bases_a: np.ndarray, counts_a: np.ndarray, bases_b: np.ndarray,
     for c in range(num_classes):
         rows, cols = np.flatnonzero(has_a[:, c]), np.flatnonzero(has_b[:, c])
         if len(rows) and len(cols):
-            ua, ub = _unit(bases_a[rows, c]), _unit(bases_b[cols, c])
+            ua, ub = unit_vectors(bases_a[rows, c]), unit_vectors(bases_b[cols, c])
             cosine = np.abs(np.einsum("apd,bqd->abpq", ua, ub)).max(axis=(2, 3))
             out[np.ix_(rows, cols, [c])] = np.degrees(np.arccos(np.clip(cosine, 0.0, 1.0)))[..., None]
     return out
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
 def frequency_weights(counts: np.ndarray, delta: float) -> np.ndarray:
@@ -77,7 +73,7 @@ def data_distance(angles: np.ndarray, counts: np.ndarray, delta: float) -> np.nd
 
 def gradient_angles(updates: np.ndarray) -> np.ndarray:
     """Eq. 3: angle in degrees between every pair of (sparsified) updates; 90 against a zero update."""
-    unit = _unit(updates)
+    unit = unit_vectors(updates)
     cosine = np.clip(unit @ unit.T, -1.0, 1.0)
     zero = np.linalg.norm(updates, axis=1) == 0
     cosine[zero, :] = cosine[:, zero] = 0.0

@@ -18,6 +18,7 @@ from driftbench.methods.clustering import (
     pairwise_distances,
     per_cluster_participants,
     remix_models,
+    unit_vectors,
 )
 
 REPRESENTATIONS = ("label", "embedding", "gradient")
@@ -110,7 +111,7 @@ class Fielding(Method):
         if kind == "embedding":
             return clients.features(ids, 0, mean_embedding)
         grads = clients.gradients(ids, 0)
-        return grads / np.maximum(np.linalg.norm(grads, axis=1, keepdims=True), 1e-12)
+        return unit_vectors(grads)
 
     def global_clusters(self) -> np.ndarray:
         """k-means of all stored representations with K chosen by silhouette."""

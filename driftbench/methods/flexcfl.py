@@ -8,7 +8,7 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.methods.base import ClientQueries, Method, Plan, TrainResult, cluster_average, replicate
-from driftbench.methods.clustering import ClusterCountParams, flat_updates
+from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
 
 
 class FlexCFL(Method):
@@ -32,7 +32,7 @@ class FlexCFL(Method):
             self.assignment = decomposed_groups(directions, self.params.k, self.ctx.seed)
             k = int(self.assignment.max()) + 1
             self.models = replicate(self.ctx.init_params, k)
-            self.group_directions = np.stack([unit(directions[self.assignment == g]).mean(0) for g in range(k)])
+            self.group_directions = np.stack([unit_vectors(directions[self.assignment == g]).mean(0) for g in range(k)])
         elif len(clients.changed):
             self.migrate(clients, np.asarray(clients.changed))
         return self.uniform_plan(rng)
@@ -46,7 +46,7 @@ class FlexCFL(Method):
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Average each group's participants and refresh the group directions from their updates."""
-        updates = unit(flat_updates(result.params, self.models, result.plan.start_models))
+        updates = unit_vectors(flat_updates(result.params, self.models, result.plan.start_models))
         for g in np.unique(result.plan.start_models):
             self.group_directions[g] = updates[result.plan.start_models == g].mean(0)
         self.models = cluster_average(self.models, result.params, result.plan.start_models, result.num_samples)
@@ -60,7 +60,3 @@ def decomposed_groups(directions: np.ndarray, k: int, seed: int) -> np.ndarray:
     features = cosine_similarity(directions, components)
     return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(features).astype(np.int64)
 
-
-def unit(rows: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm (zero rows stay zero)."""
-    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
