@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from driftbench.atomic import atomic_write
 from driftbench.errors import RunError
-from driftbench.traces.io import atomic_write
 
 FORMAT_VERSION = 1
 STATE_FILE = "state.pt"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
+from driftbench.atomic import atomic_write
 from driftbench.errors import DataSourceError
 
 log = logging.getLogger(__name__)
@@ -64,12 +64,8 @@ def cached_array(path: Path, key: str, build: Callable[[], np.ndarray]) -> np.nd
         except (OSError, ValueError, KeyError):
             log.warning("ignoring unreadable cache %s", path)
     array = build()
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # concurrent runs each write their own
     try:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, x=array, key=np.array(key))
-        os.replace(tmp, path)
+        atomic_write(path, lambda fh: np.savez(fh, x=array, key=np.array(key)))
     except OSError as exc:
         log.warning("cannot write cache %s: %s", path, exc.strerror)
-        tmp.unlink(missing_ok=True)
     return array

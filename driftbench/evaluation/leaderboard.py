@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import gmean
 
+from driftbench.atomic import atomic_write
 from driftbench.errors import ConfigError
 from driftbench.evaluation.html_page import Section, render_page
 from driftbench.evaluation.metrics import speedup
 from driftbench.evaluation.plots import accuracy_plot, ari_plot, seed_mean_curves
 from driftbench.evaluation.runs import INCOMPLETE, RunRecord, find_runs
 from driftbench.evaluation.summary import REFERENCE, summary_tta
-from driftbench.traces.io import atomic_write
 
 log = logging.getLogger("driftbench")
 

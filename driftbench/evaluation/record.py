@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from driftbench.atomic import atomic_write
 from driftbench.errors import RunError
-from driftbench.traces.io import atomic_write
 
 ROUND_COLUMNS = (
     "round", "sim_seconds", "wall_seconds", "accuracy_mean", "accuracy_p10", "accuracy_p90", "ari",

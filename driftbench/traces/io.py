@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from driftbench.atomic import atomic_write
 from driftbench.errors import TraceFileError
 from driftbench.traces.model import FORMAT_VERSION, Trace
 
 HEADER = "header"
 _ARRAY_FIELDS = [f.name for f in fields(Trace) if f.name != "info"]
-
-
-def atomic_write(path: Path, write: Any) -> None:
-    """Call ``write(fh)`` on a temporary file beside ``path``, fsync it, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def save_trace(trace: Trace, path: Path, defaults: dict[str, Any]) -> str:
