@@ -137,6 +137,12 @@ def check_types(raw: Mapping[str, Any], types: Mapping[str, type], where: str) -
             raise ConfigError(f"{where}: {key} must be {TOML_TYPES[typ]}, got {raw[key]!r}")
 
 
+def check_table(raw: Mapping[str, Any], types: Mapping[str, type], where: str) -> None:
+    """A TOML table holds only the keys of ``types``, each of its type."""
+    check_keys(raw, types, where)
+    check_types(raw, types, where)
+
+
 def require(condition: bool, message: str) -> None:
     """Raise ``ConfigError(message)`` unless ``condition`` holds."""
     if not condition:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, catalog_files, check_keys, check_types, lookup, read_toml
+from driftbench.config import as_plain, build, catalog_files, check_table, lookup, read_toml
 from driftbench.methods.base import Method
 from driftbench.methods.cflgt import CFLGT
 from driftbench.methods.fedavg import FedAvg
@@ -56,8 +56,7 @@ def load_method(name: str, sets: dict[str, str] | None = None) -> MethodSpec:
     """Parse the named method's TOML and apply ``--set method.KEY=VALUE`` overrides."""
     path = lookup(catalog(), name, "method")
     raw = read_toml(path)
-    check_keys(raw, SPEC_KEYS, str(path))
-    check_types(raw, SPEC_KEYS, str(path))
+    check_table(raw, SPEC_KEYS, str(path))
     cls = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}")
     params = build(cls.Params, raw.get("params", {}), f"{path} [params]")
     if sets:

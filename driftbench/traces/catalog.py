@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, catalog_files, check_keys, check_types, lookup, read_toml, require
+from driftbench.config import as_plain, build, catalog_files, check_table, check_types, lookup, read_toml, require
 from driftbench.data.sources import SOURCES, load_pool, source_params, source_reference
 from driftbench.engine.train_config import TrainConfig
 from driftbench.data.pool import Pool
@@ -53,14 +53,12 @@ def scaled(raw: dict[str, Any], scale: str, path: Path) -> dict[str, Any]:
     """The trace TOML with ``[scale.<scale>]`` laid over it; a scale's source table replaces the default's if it names another source."""
     require(scale in SCALES, f"--scale {scale!r}: allowed: {', '.join(SCALES)}")
     scales = raw.get("scale", {})
-    check_keys(scales, SCALES[1:], f"{path} [scale]")
-    check_types(scales, dict.fromkeys(SCALES[1:], dict), f"{path} [scale]")
+    check_table(scales, dict.fromkeys(SCALES[1:], dict), f"{path} [scale]")
     if scale == "embedded":
         return raw
     require(scale in scales, f"{path}: trace has no [scale.{scale}] table; scales: embedded")
     override = scales[scale]
-    check_keys(override, SCALE_KEYS, f"{path} [scale.{scale}]")
-    check_types(override, dict.fromkeys(SCALE_KEYS, dict), f"{path} [scale.{scale}]")
+    check_table(override, dict.fromkeys(SCALE_KEYS, dict), f"{path} [scale.{scale}]")
     default_source, source = raw.get("source", {}), override.get("source", {})
     if source.get("name", default_source.get("name")) == default_source.get("name"):
         source = {**default_source, **source}
@@ -76,8 +74,7 @@ def load_spec(name: str, scale: str = "embedded") -> TraceSpec:
     """Parse and validate the TOML of the named trace at ``scale`` (``embedded`` or ``paper``)."""
     path = lookup(catalog(), name, "trace")
     raw = read_toml(path)
-    check_keys(raw, SPEC_KEYS, str(path))
-    check_types(raw, SPEC_KEYS, str(path))
+    check_table(raw, SPEC_KEYS, str(path))
     raw = scaled(raw, scale, path)
     generator = lookup(GENERATORS, raw.get("generator", ""), f"generator in {path}")
     source = dict(raw.get("source", {}))
