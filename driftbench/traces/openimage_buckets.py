@@ -124,14 +124,18 @@ def bucket_tests(rng: np.random.Generator, client: BucketedClient, pool_y: np.nd
     return np.concatenate(tests)
 
 
-def window_groups(interest: np.ndarray, bounds: np.ndarray, groups: int) -> np.ndarray:
-    """Ground truth per window: the multiset of interests of the buckets in it, numbered over all such multisets (-1 without interests)."""
+def interest_mixes(bounds: np.ndarray, groups: int) -> dict[tuple[int, ...], int]:
+    """Every multiset of interests a window can hold, numbered; full windows first, so their ids start at 0."""
+    widths = range(int((bounds[:, 1] - bounds[:, 0]).max()), 0, -1)
+    combos = (combo for width in widths for combo in combinations_with_replacement(range(groups), width))
+    return {combo: k for k, combo in enumerate(combos)}
+
+
+def window_groups(interest: np.ndarray, bounds: np.ndarray, mixes: dict[tuple[int, ...], int]) -> np.ndarray:
+    """Ground truth per window: the number of the multiset of interests of the buckets in it (-1 without interests)."""
     if (interest < 0).any():
         return np.full(len(bounds), -1)
-    widths = range(int((bounds[:, 1] - bounds[:, 0]).max()), 0, -1)  # full windows first: ids 0.. in the usual case
-    combos = (combo for width in widths for combo in combinations_with_replacement(range(groups), width))
-    number = {combo: k for k, combo in enumerate(combos)}
-    return np.array([number[tuple(sorted(interest[lo:hi]))] for lo, hi in bounds])
+    return np.array([mixes[tuple(sorted(interest[lo:hi]))] for lo, hi in bounds])
 
 
 def make(params: OpenImageBucketsParams, pool: Pool) -> TraceBuilder:
@@ -153,11 +157,13 @@ def make(params: OpenImageBucketsParams, pool: Pool) -> TraceBuilder:
     windows = SlidingWindows(builder, updates, params.window_rounds, min_size=1)
     bucket_arrival = arrival_rounds(np.arange(params.buckets), params.bucket_rounds, params.window_rounds)
     in_window = window_bounds(bucket_arrival, updates, params.window_rounds, min_size=1)
+    mixes = interest_mixes(in_window, params.groups)
+    test_bucket = np.repeat(np.arange(params.buckets), params.test_samples)
+    test_arrival = arrival_rounds(test_bucket, params.bucket_rounds, params.window_rounds)
     for index, client in enumerate(clients):
         builder.samples(index, client.ids, bucket_tests(rng, client, pool.y, test_by_label, params.test_samples))
-        test_bucket = np.repeat(np.arange(params.buckets), params.test_samples)
-        arrive = [arrival_rounds(b, params.bucket_rounds, params.window_rounds) for b in (client.bucket, test_bucket)]
-        windows.client(index, *arrive, window_groups(client.interest, in_window, params.groups))
+        arrival = arrival_rounds(client.bucket, params.bucket_rounds, params.window_rounds)
+        windows.client(index, arrival, test_arrival, window_groups(client.interest, in_window, mixes))
     windows.events("arrival")
     return builder
 
