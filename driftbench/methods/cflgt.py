@@ -24,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from driftbench.config import require
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams
-from driftbench.methods.clustering import remix_models
+from driftbench.methods.clustering import relabel, remix_models
 
 log = logging.getLogger("driftbench")
 AP_MAX_ITER = 1000
@@ -79,7 +79,7 @@ def affinity_clusters(distances: np.ndarray, seed: int) -> np.ndarray:
     if (labels < 0).any():
         log.warning("cflgt: Affinity Propagation did not converge; one cluster for all clients")
         return np.zeros(len(distances), dtype=np.int64)
-    return np.unique(labels, return_inverse=True)[1].astype(np.int64)
+    return relabel(labels)
 
 
 class CFLGT(Method):

@@ -38,6 +38,11 @@ def unit_vectors(vectors: np.ndarray) -> np.ndarray:
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
+def relabel(labels: np.ndarray) -> np.ndarray:
+    """Labels renumbered 0..K-1 in sorted order."""
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64)
+
+
 def kernel_device() -> torch.device:
     """Where distance kernels run: the GPU when present, else the CPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -169,9 +174,11 @@ def kmeans_by_silhouette(
         labels = kmeans(searched, k, seed, restarts)
         score = silhouette_score(scored, labels, metric=scored_metric)
         if score > best_score:
-            best, best_k, best_score = labels.astype(np.int64), k, score
-    if len(rows) == len(points) or best_k == 1:
-        return best if len(rows) == len(points) else np.zeros(len(points), dtype=np.int64)
+            best, best_k, best_score = labels, k, score
+    if len(rows) == len(points):
+        return best
+    if best_k == 1:
+        return np.zeros(len(points), dtype=np.int64)
     return kmeans(points, best_k, seed, restarts)
 
 

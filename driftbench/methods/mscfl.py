@@ -24,7 +24,7 @@ from sklearn.metrics import silhouette_score
 from driftbench.config import require
 from driftbench.engine.batched import Params
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, sample_participants
-from driftbench.methods.clustering import as_kernel_tensor, remix_models
+from driftbench.methods.clustering import as_kernel_tensor, relabel, remix_models
 
 RATIO_STREAM = 21  # RNG stream (with the run seed) of the clients' pruning ratios
 CLUSTER_RANGE = (2, 10)  # K searched by silhouette when ``clusters`` = 0
@@ -147,11 +147,6 @@ def structure_clusters(similarity: np.ndarray, clusters: int) -> np.ndarray:
         if score > best_score:
             best, best_score = relabel(labels), score
     return best
-
-
-def relabel(labels: np.ndarray) -> np.ndarray:
-    """Labels renumbered 0..K-1 in sorted order."""
-    return np.unique(labels, return_inverse=True)[1].astype(np.int64)
 
 
 def masked_average(bank: Params, trained: Params, masks: Params, cluster: np.ndarray, weights: np.ndarray) -> Params:
