@@ -31,7 +31,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from driftbench.comparison import method_overrides, reference_target
 from driftbench.config import check_keys, read_toml, require
 from driftbench.errors import ConfigError, DriftbenchError, RunError, TraceFileError
-from driftbench.evaluation.record import CONFIG, SUMMARY, experiment_config, read_json, run_dir
+from driftbench.evaluation.record import CONFIG, SUMMARY, experiment_config, read_json, run_dir, run_label
 from driftbench.evaluation.summary import REFERENCE
 from driftbench.methods.catalog import load_method
 from driftbench.engine.device_data import resolve_device
@@ -70,7 +70,7 @@ class RunJob:
     @property
     def label(self) -> str:
         """``<trace>/<method>/seed<k>``, the run's folder under the sweep's output root."""
-        return f"{Path(self.trace).stem}/{self.method}/seed{self.seed}"
+        return run_label(self.trace, self.method, self.seed)
 
 
 @dataclass(frozen=True)

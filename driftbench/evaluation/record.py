@@ -31,9 +31,14 @@ CONFIG, ROUNDS, SUMMARY, CHECKPOINT = "config.json", "rounds.csv", "summary.json
 VOLATILE_CONFIG = ("device", "git_revision", "driftbench_version", "torch_version")
 
 
+def run_label(trace: str, method: str, seed: int) -> str:
+    """``<trace>/<method>/seed<k>``, a run's folder below the root; a trace file's name is its stem."""
+    return f"{Path(trace).stem}/{method}/seed{seed}"
+
+
 def run_dir(root: Path, trace: str, method: str, seed: int) -> Path:
-    """``<root>/<trace>/<method>/seed<k>``; a trace file's name is its stem."""
-    return Path(root) / Path(trace).stem / method / f"seed{seed}"
+    """``<root>/<trace>/<method>/seed<k>``."""
+    return Path(root) / run_label(trace, method, seed)
 
 
 def _json_ready(value: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from driftbench.errors import ConfigError
-from driftbench.evaluation.record import CONFIG, ROUNDS, SUMMARY, read_json
+from driftbench.evaluation.record import CONFIG, ROUNDS, SUMMARY, read_json, run_label
 
 INCOMPLETE = "incomplete: config.json but no summary.json (crashed or still running)"
 
@@ -28,7 +28,7 @@ class RunRecord:
     @property
     def label(self) -> str:
         """``<trace>/<method>/seed<k>``."""
-        return f"{self.trace}/{self.method}/seed{self.seed}"
+        return run_label(self.trace, self.method, self.seed)
 
     @property
     def status(self) -> str:
