@@ -1,4 +1,15 @@
-"""Procedural class-conditional images: a shifted class pattern under nuisance texture and noise."""
+"""Procedural class-conditional images: a shifted class pattern under nuisance texture and noise.
+
+Classes can come in families of look-alikes (``family_size`` > 1): the members of a family
+share one pattern and differ only by a faint member pattern of relative weight
+``family_spread``. Labels are numbered member-major (label = member x families + family), so
+any contiguous block of ``families`` labels holds one member of every family, and a random
+split of the labels over groups mostly puts look-alikes with different groups. That is why
+clustering pays off on this source: a global model must split its prior and capacity between
+look-alikes it can barely tell apart, while a group's model sees one member of a family and
+only has to tell families apart. FIELDING's Open Images clients are alike in kind (600
+classes, many of them near-synonyms, under a small ShuffleNet).
+"""
 
 from __future__ import annotations
 
@@ -25,7 +36,9 @@ class SyntheticParams:
 
     ``noise``: std of per-pixel Gaussian noise in grey levels (0..1); ``shift``: largest
     translation as a fraction of ``size``; ``nuisance``: strength of the class-independent
-    smooth texture relative to the class pattern.
+    smooth texture relative to the class pattern; ``family_size``: classes per family of
+    look-alikes (1: every class distinct); ``family_spread``: weight of a member's own pattern
+    against its family's (0: identical members, 1: unrelated ones).
     """
 
     classes: int = 10
@@ -36,6 +49,8 @@ class SyntheticParams:
     seed: int = 0
     shift: float = 0.25
     nuisance: float = 1.0
+    family_size: int = 1
+    family_spread: float = 0.05
 
     def __post_init__(self) -> None:
         require(self.classes >= 2, f"classes must be >= 2, got {self.classes}")
@@ -49,6 +64,16 @@ class SyntheticParams:
         require(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
         require(0.0 <= self.shift <= 0.5, f"shift must be in [0, 0.5], got {self.shift}")
         require(0.0 <= self.nuisance <= 4.0, f"nuisance must be in [0, 4], got {self.nuisance}")
+        require(
+            self.family_size >= 1 and self.classes % self.family_size == 0,
+            f"family_size must be >= 1 and divide classes ({self.classes}), got {self.family_size}",
+        )
+        require(0.0 <= self.family_spread <= 1.0, f"family_spread must be in [0, 1], got {self.family_spread}")
+
+    @property
+    def families(self) -> int:
+        """Number of look-alike families (``classes`` when ``family_size`` is 1)."""
+        return self.classes // self.family_size
 
 
 def _margin(params: SyntheticParams) -> int:
@@ -101,21 +126,32 @@ def _blob(rng: np.random.Generator, t: np.ndarray) -> np.ndarray:
     return np.exp(-((t[:, None] - cy) ** 2 + (t[None, :] - cx) ** 2) / (2 * sigma**2))
 
 
+def _pattern(rng: np.random.Generator, channels: int, t: np.ndarray) -> np.ndarray:
+    """A random colour pattern of Gabor gratings and blobs on the axis ``t``: channels x L x L."""
+    pattern = np.zeros((channels, t.size, t.size))
+    for _ in range(GABORS_PER_CLASS):
+        pattern += _colour(rng, channels)[:, None, None] * _gabor(rng, t)
+    for _ in range(BLOBS_PER_CLASS):
+        pattern += _colour(rng, channels)[:, None, None] * _blob(rng, t)
+    return pattern
+
+
 def prototype(params: SyntheticParams, label: int) -> np.ndarray:
     """Class ``label``'s pattern on the image widened by the shift margin: channels x L x L.
 
-    It depends only on ``seed``, ``label``, ``channels``, ``size`` and ``shift``, so a class looks
-    the same whatever ``classes`` and ``samples_per_class`` are. The unshifted image has zero
-    mean per channel and unit std.
+    Without families it depends only on ``seed``, ``label``, ``channels``, ``size`` and ``shift``,
+    so a class looks the same whatever ``classes`` and ``samples_per_class`` are. In a family,
+    the family's pattern (that of class ``family`` without families) is mixed with a member
+    pattern at weight ``family_spread``. The unshifted image has zero mean per channel and unit std.
     """
-    rng = np.random.default_rng([params.seed, label, 0])
     margin = _margin(params)
     t = _axis(params.size, margin)
-    proto = np.zeros((params.channels, t.size, t.size))
-    for _ in range(GABORS_PER_CLASS):
-        proto += _colour(rng, params.channels)[:, None, None] * _gabor(rng, t)
-    for _ in range(BLOBS_PER_CLASS):
-        proto += _colour(rng, params.channels)[:, None, None] * _blob(rng, t)
+    family, member = label % params.families, label // params.families
+    proto = _pattern(np.random.default_rng([params.seed, family, 0]), params.channels, t)
+    if params.family_size > 1:
+        own = _pattern(np.random.default_rng([params.seed, family, 2, member]), params.channels, t)
+        spread = params.family_spread
+        proto = math.sqrt(1 - spread**2) * proto / proto.std() + spread * own / own.std()
     centre = proto[:, margin : margin + params.size, margin : margin + params.size]
     proto -= centre.mean(axis=(1, 2), keepdims=True)
     return proto / (centre.std() + 1e-8)

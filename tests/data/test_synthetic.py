@@ -13,6 +13,7 @@ from torch import nn
 
 from driftbench.data import load_pool
 from driftbench.data.pool import Pool
+from driftbench.data.synthetic import SyntheticParams, prototype
 from driftbench.errors import ConfigError
 
 SMALL = {"classes": 4, "size": 12, "channels": 2, "samples_per_class": 7}
@@ -76,6 +77,8 @@ def test_samples_within_a_class_differ() -> None:
         ({"seed": -1}, "source synthetic: seed must be >= 0, got -1"),
         ({"shift": 0.6}, "source synthetic: shift must be in [0, 0.5], got 0.6"),
         ({"nuisance": 5}, "source synthetic: nuisance must be in [0, 4], got 5.0"),
+        ({"family_size": 3}, "source synthetic: family_size must be >= 1 and divide classes (10), got 3"),
+        ({"family_spread": 1.5}, "source synthetic: family_spread must be in [0, 1], got 1.5"),
     ],
 )
 def test_invalid_params_raise_config_error(values: dict[str, object], message: str) -> None:
@@ -140,3 +143,36 @@ def test_cnn_learns_well_but_not_perfectly_and_beats_linear() -> None:
     linear = _linear_accuracy(x, pool.y, train, test)
     assert 0.75 <= cnn < 0.98
     assert linear <= cnn - 0.2
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.corrcoef(a.ravel(), b.ravel())[0, 1])
+
+
+def test_family_members_look_alike_and_labels_are_member_major() -> None:
+    params = SyntheticParams(classes=12, size=8, family_size=3, family_spread=0.1)
+    assert params.families == 4
+    alike = [_correlation(prototype(params, f), prototype(params, f + m * 4)) for f in range(4) for m in (1, 2)]
+    apart = [_correlation(prototype(params, f), prototype(params, g)) for f in range(4) for g in range(f + 1, 4)]
+    assert min(alike) > 0.98 and max(map(abs, apart)) < 0.8
+    assert not np.array_equal(prototype(params, 0), prototype(params, 4))
+
+
+def test_family_spread_runs_from_identical_to_unrelated_members() -> None:
+    plain = SyntheticParams(classes=4, size=8)
+    identical, unrelated = (SyntheticParams(classes=4, size=8, family_size=2, family_spread=s) for s in (0.0, 1.0))
+    assert np.allclose(prototype(identical, 1), prototype(plain, 1)) and np.allclose(prototype(identical, 3), prototype(plain, 1))
+    assert abs(_correlation(prototype(unrelated, 1), prototype(unrelated, 3))) < 0.8
+
+
+def test_a_model_tells_families_apart_far_better_than_their_members() -> None:
+    pool = load_pool("synthetic", {"classes": 20, "size": 8, "samples_per_class": 100, "noise": 0.1, "nuisance": 0.5,
+                                   "shift": 0.0, "family_size": 2, "family_spread": 0.1})
+    x = pool.x.reshape(len(pool), -1).astype(np.float32) / 255.0
+    train, test = _split(pool, 0.7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        predicted = LogisticRegression(max_iter=300).fit(x[train], pool.y[train]).predict(x[test])
+    exact = float(np.mean(predicted == pool.y[test]))
+    family = float(np.mean(predicted % 10 == pool.y[test] % 10))
+    assert family > 0.9 and exact < family - 0.2
