@@ -42,3 +42,38 @@ def test_parse_sets_splits_on_the_first_equals():
     assert parse_sets(["a=1", "b = x=y"]) == {"a": "1", "b": "x=y"}
     with pytest.raises(ConfigError, match="expected key=value"):
         parse_sets(["=3"])
+
+
+def test_method_variant_changes_only_what_it_lists():
+    base, variant = method_catalog.load_method("fielding"), method_catalog.load_method("fielding-gradient")
+    assert variant.implementation == base.implementation == "fielding"
+    assert variant.params.representation == "gradient" != base.params.representation
+    assert {**vars(variant.params), "representation": base.params.representation} == vars(base.params)
+    assert method_catalog.load_method("fedcm-star").params.migrate is False
+    assert method_catalog.load_method("mscfl-alpha", {"tau": "2.0"}).params.tau == 2.0
+
+
+def test_trace_variant_lays_its_tables_over_the_base():
+    base, small = trace_catalog.load_spec("fmow-timeline"), trace_catalog.load_spec("fmow-small")
+    assert small.generator == base.generator and small.source_params == base.source_params
+    assert small.params.clients < base.params.clients and small.params.rounds == base.params.rounds
+    assert small.train.participants == small.params.clients and small.train.lr == base.train.lr
+    assert "feddrift" in small.methods and "feddrift" not in base.methods
+
+
+@pytest.mark.parametrize(
+    ("catalog", "text", "message"),
+    [
+        (method_catalog, 'variant_of = "bad"\nclass = "fedavg"\n', "a variant names its base in variant_of, not itself, and has no class key"),
+        (method_catalog, 'variant_of = "bad"\n', "a variant names its base in variant_of, not itself"),
+        (method_catalog, 'variant_of = "nothing"\n', "unknown method 'nothing'"),
+        (trace_catalog, 'variant_of = "bad"\n', "a variant names its base in variant_of, not itself, and has no generator key"),
+        (trace_catalog, 'variant_of = "nothing"\n', "unknown trace 'nothing'"),
+    ],
+)
+def test_bad_variants_are_named(tmp_path, monkeypatch, catalog, text, message):
+    (tmp_path / "bad.toml").write_text(text)
+    monkeypatch.setattr(catalog, "CATALOG_DIR", tmp_path)
+    load = catalog.load_method if catalog is method_catalog else catalog.load_spec
+    with pytest.raises(ConfigError, match=message):
+        load("bad")

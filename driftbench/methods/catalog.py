@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from driftbench.config import as_plain, build, catalog_files, check_table, lookup, read_toml
+from driftbench.errors import ConfigError
 from driftbench.methods.base import Method
 from driftbench.methods.cflgt import CFLGT
 from driftbench.methods.fedavg import FedAvg
@@ -25,7 +26,7 @@ from driftbench.methods.static import StaticClustering
 
 IMPLEMENTATIONS: dict[str, type[Method]] = {cls.name: cls for cls in (FedAvg, StaticClustering, Oracle, FedCM, CFLGT, FedDAGSingle, FedDAG, Fielding, IFCA, FlexCFL, PACFL, CFL, Auxo, FedDrift, MSCFL)}
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "methods"
-SPEC_KEYS = {"class": str, "description": str, "paper": str, "params": dict}  # key -> TOML type
+SPEC_KEYS = {"class": str, "variant_of": str, "description": str, "paper": str, "params": dict}  # key -> TOML type
 
 
 @dataclass(frozen=True)
@@ -53,12 +54,22 @@ def catalog() -> dict[str, Path]:
 
 
 def load_method(name: str, sets: dict[str, str] | None = None) -> MethodSpec:
-    """Parse the named method's TOML and apply ``--set method.KEY=VALUE`` overrides."""
+    """Parse the named method's TOML and apply ``--set method.KEY=VALUE`` overrides.
+
+    A variant (``variant_of = "BASE"``) takes its base's class and parameters and changes only the
+    parameters it lists, so a paper's variant never copies, and never drifts from, the paper's values.
+    """
     path = lookup(catalog(), name, "method")
     raw = read_toml(path)
     check_table(raw, SPEC_KEYS, str(path))
-    cls = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}")
-    params = build(cls.Params, raw.get("params", {}), f"{path} [params]")
+    if "variant_of" in raw:
+        if "class" in raw or raw["variant_of"] == name:
+            raise ConfigError(f"{path}: a variant names its base in variant_of, not itself, and has no class key")
+        base = load_method(raw["variant_of"])
+        cls, defaults = IMPLEMENTATIONS[base.implementation], base.params
+    else:
+        cls, defaults = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}"), None
+    params = build(cls.Params, raw.get("params", {}), f"{path} [params]", base=defaults)
     if sets:
         params = build(cls.Params, sets, f"--set method ({name})", base=params)
     return MethodSpec(name, cls.name, raw.get("description", cls.description), raw.get("paper", ""), params)

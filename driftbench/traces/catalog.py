@@ -17,10 +17,11 @@ from driftbench.traces.model import Trace
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "traces"
 SPEC_KEYS = {  # key -> TOML type
-    "description": str, "generator": str, "paper": str, "methods": list, "params": dict, "source": dict, "train": dict,
-    "scale": dict,
+    "description": str, "generator": str, "variant_of": str, "paper": str, "methods": list, "params": dict, "source": dict,
+    "train": dict, "scale": dict,
 }
 SCALES = ("embedded", "paper")
+DEFAULT_METHODS = ("fedavg",)  # the comparison of a trace whose TOML or file names none
 SCALE_KEYS = {"params", "source", "train"}
 SCALE_SET = "scale"  # the --set key (and --scale option) that picks a scale; resolve() takes it out of the sets
 
@@ -59,22 +60,43 @@ def scaled(raw: dict[str, Any], scale: str, path: Path) -> dict[str, Any]:
     require(scale in scales, f"{path}: trace has no [scale.{scale}] table; scales: embedded")
     override = scales[scale]
     check_table(override, dict.fromkeys(SCALE_KEYS, dict), f"{path} [scale.{scale}]")
-    default_source, source = raw.get("source", {}), override.get("source", {})
+    return overlay(raw, override)
+
+
+def read_spec(name: str) -> tuple[dict[str, Any], Path]:
+    """The named trace's TOML table and path; a variant (``variant_of = "BASE"``) is laid over its base's table.
+
+    A variant lists only what it changes: its ``params``, ``train`` and ``source`` keys replace the
+    base's one by one (a source of another name replaces the base's source table), other keys whole.
+    """
+    path = lookup(catalog(), name, "trace")
+    raw = read_toml(path)
+    check_table(raw, SPEC_KEYS, str(path))
+    if "variant_of" not in raw:
+        return raw, path
+    if "generator" in raw or raw["variant_of"] == name:
+        raise ConfigError(f"{path}: a variant names its base in variant_of, not itself, and has no generator key")
+    base, _ = read_spec(raw.pop("variant_of"))
+    return overlay(base, raw), path
+
+
+def overlay(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``base``: params and train key by key; source key by key unless ``over`` names another source."""
+    default_source, source = base.get("source", {}), over.get("source", {})
     if source.get("name", default_source.get("name")) == default_source.get("name"):
         source = {**default_source, **source}
     return {
-        **raw,
-        "params": {**raw.get("params", {}), **override.get("params", {})},
-        "train": {**raw.get("train", {}), **override.get("train", {})},
+        **base,
+        **over,
+        "params": {**base.get("params", {}), **over.get("params", {})},
+        "train": {**base.get("train", {}), **over.get("train", {})},
         "source": source,
     }
 
 
 def load_spec(name: str, scale: str = "embedded") -> TraceSpec:
     """Parse and validate the TOML of the named trace at ``scale`` (``embedded`` or ``paper``)."""
-    path = lookup(catalog(), name, "trace")
-    raw = read_toml(path)
-    check_table(raw, SPEC_KEYS, str(path))
+    raw, path = read_spec(name)
     raw = scaled(raw, scale, path)
     generator = lookup(GENERATORS, raw.get("generator", ""), f"generator in {path}")
     source = dict(raw.get("source", {}))
@@ -90,7 +112,7 @@ def load_spec(name: str, scale: str = "embedded") -> TraceSpec:
         source=source_name,
         source_params=source,
         train=build(TrainConfig, raw.get("train", {}), f"{path} [train]"),
-        methods=tuple(raw.get("methods", ["fedavg"])),
+        methods=tuple(raw.get("methods", DEFAULT_METHODS)),
     )
 
 
@@ -178,6 +200,13 @@ def named_spec(name: str, sets: dict[str, str]) -> TraceSpec:
     return apply_sets(load_spec(name, scale), sets)
 
 
+def default_methods(name: str, sets: dict[str, str]) -> tuple[str, ...]:
+    """The default comparison of ``--trace NAME|FILE``, without loading its data."""
+    if is_trace_file(name):
+        return tuple(load_trace(Path(name))[1].get("methods", DEFAULT_METHODS))
+    return named_spec(name, sets).methods
+
+
 def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
     """The trace, pool, training settings and default methods for ``--trace NAME|FILE`` with ``--set`` values.
 
@@ -207,5 +236,5 @@ def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
         trace,
         pool_of(trace, name, root),
         build(TrainConfig, train_sets, "--set train", base=train),
-        tuple(defaults.get("methods", ["fedavg"])),
+        tuple(defaults.get("methods", DEFAULT_METHODS)),
     )
