@@ -50,6 +50,19 @@ def final_accuracy(accuracy: np.ndarray) -> float:
     return float(accuracy[-count:].mean())
 
 
+def plateau_change(accuracy: np.ndarray, fraction: float = 0.2) -> float:
+    """How much accuracy still moves at the end: |mean of the later half - mean of the earlier half| of the last ``fraction`` of evaluations.
+
+    Half-means rather than first and last values, so evaluation noise does not pass for a trend.
+    """
+    accuracy = np.asarray(accuracy, dtype=float)
+    tail = accuracy[-max(2, math.ceil(fraction * accuracy.size)):]
+    if tail.size < 2:
+        raise ValueError("plateau_change needs at least two evaluations")
+    half = tail.size // 2
+    return float(abs(tail[-half:].mean() - tail[:half].mean()))
+
+
 def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
     """Mean of each value and up to ``window - 1`` values before it."""
     padded = np.concatenate([np.full(window - 1, np.nan), values])

@@ -8,6 +8,7 @@ from driftbench.evaluation.metrics import (
     TimeToAccuracy,
     adjusted_rand,
     final_accuracy,
+    plateau_change,
     final_window,
     l1_shift,
     label_distribution,
@@ -254,3 +255,19 @@ def test_reference_reaches_its_own_final_accuracy_with_the_final_window():
     # final = mean(0.64, 0.69) = 0.665; trailing 2-means from index 6: 0.65, 0.695, 0.68, 0.685, 0.675, 0.665.
     tta = time_to_accuracy(rounds, rounds * 1.0, accuracy, final_accuracy(accuracy), window)
     assert tta is not None and tta.rounds == 7
+
+
+def test_plateau_change_compares_the_halves_of_the_last_fifth():
+    rising = np.concatenate([np.zeros(80), np.linspace(0.0, 0.2, 20)])  # tail halves average 0.0474 and 0.1526
+    assert plateau_change(rising) == pytest.approx(0.2 * 10 / 19)
+    assert plateau_change(np.full(50, 0.7)) == 0.0
+
+
+def test_plateau_change_ignores_the_middle_value_of_an_odd_tail_and_sign():
+    assert plateau_change(np.array([0.0] * 12 + [0.5, 0.4, 0.9])) == pytest.approx(0.4)
+    assert plateau_change(np.array([0.9, 0.5, 0.4])) == pytest.approx(0.1)
+
+
+def test_plateau_change_needs_two_evaluations():
+    with pytest.raises(ValueError, match="at least two"):
+        plateau_change(np.array([0.5]))
