@@ -24,6 +24,7 @@ EPILOG = """examples:
   driftbench trace show my.trace
   driftbench run --trace my.trace --method fedavg
   driftbench sweep --traces label-swap,static --methods fedavg,oracle --seeds 0,1,2
+  driftbench sweep --traces label-shift,rotation --seeds 0,1,2   each trace's own comparison
   driftbench leaderboard runs/ --out leaderboard/
   driftbench check runs/ci --reference evaluation/reference/ci.json
   driftbench run --trace openimage-buckets --scale paper --data-root /data/openimage
@@ -103,7 +104,7 @@ def parser() -> argparse.ArgumentParser:
                                        "config hash are skipped, so a stopped sweep continues.")
     sweep.add_argument("--suite", type=Path, help="a suite TOML (e.g. evaluation/suites/ci.toml): traces with overrides, methods, seeds")
     sweep.add_argument("--traces", type=comma_list, default=[], metavar="A,B", help="trace names or files (replace the suite's)")
-    sweep.add_argument("--methods", type=comma_list, default=[], metavar="X,Y", help="method names (replace the suite's)")
+    sweep.add_argument("--methods", type=comma_list, default=[], metavar="X,Y", help="method names (replace the suite's; default: each trace's own comparison)")
     sweep.add_argument("--seeds", type=seed_list, default=[], metavar="0,1,2", help="run seeds (default: the suite's, or 0)")
     sweep.add_argument("--backend", default="local", choices=["local", "ray"], help="local process pool or Ray tasks (default local)")
     sweep.add_argument("--jobs", type=int, help="concurrent runs (local) or CPUs of a Ray cluster started here (default: CPU count)")

@@ -36,7 +36,7 @@ from driftbench.evaluation.summary import REFERENCE
 from driftbench.methods.catalog import load_method
 from driftbench.engine.device_data import resolve_device
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
-from driftbench.traces.catalog import is_trace_file, named_spec, resolve
+from driftbench.traces.catalog import default_methods, is_trace_file, named_spec, resolve
 
 log = logging.getLogger("driftbench")
 
@@ -137,13 +137,18 @@ def sweep_jobs(
     """A suite's runs, or the command line's; traces, methods or seeds given on the command line replace the suite's.
 
     Each trace gets the suite's overrides for it, then the command line's ``--set`` values.
+    Without methods from either, each trace runs its own default comparison (its TOML's ``methods``).
     """
     traces = traces or list(suite.traces if suite else [])
     methods = list(dict.fromkeys(methods or (suite.methods if suite else [])))  # a repeat would share a run folder
     seeds = list(dict.fromkeys(seeds or (suite.seeds if suite else [0])))
-    require(bool(traces) and bool(methods), "sweep: give --traces and --methods, or a --suite file")
+    require(bool(traces), "sweep: give --traces (and optionally --methods), or a --suite file")
     per_trace = {t: {**(suite.traces.get(t, {}) if suite else {}), **trace_sets} for t in traces}
-    return plan_jobs(per_trace, methods, seeds, method_sets, options)
+    if methods:
+        return plan_jobs(per_trace, methods, seeds, method_sets, options)
+    jobs = [job for t, sets in per_trace.items()
+            for job in plan_jobs({t: sets}, list(default_methods(t, sets)), seeds, method_sets, options)]
+    return sorted(jobs, key=lambda job: job.method != REFERENCE)
 
 
 def flat_sets(table: dict[str, Any], prefix: str = "") -> dict[str, str]:

@@ -10,6 +10,7 @@ from driftbench.cli import main
 from driftbench.errors import ConfigError
 from driftbench.evaluation.record import WALL_CLOCK_FIELDS
 from driftbench.sweep import SweepOptions, execute, load_suite, plan_jobs, sweep_jobs
+from driftbench.traces.catalog import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = {"clients": "10", "rounds": "4", "train.participants": "5", "train.local_steps": "2"}
@@ -110,3 +111,14 @@ def test_scale_is_accepted_and_repeated_methods_or_seeds_run_once():
     ]
     with pytest.raises(ConfigError, match="scale"):
         sweep_jobs(None, ["label-swap"], ["fedavg"], [0], {"scale": "huge"}, {}, options)
+
+
+def test_without_methods_each_trace_runs_its_own_comparison(tmp_path):
+    trace_file = tmp_path / "mine.trace"
+    assert main(["trace", "make", "static", "--set", "clients=4", "--set", "rounds=2", "--out", str(trace_file)]) == 0
+    options = SweepOptions(out=tmp_path)
+    jobs = sweep_jobs(None, ["label-shift", "rotation", str(trace_file)], [], [0], {}, {}, options)
+    expected = {(t, m) for t in ("label-shift", "rotation") for m in load_spec(t).methods}
+    expected |= {(str(trace_file), m) for m in load_spec("static").methods}
+    assert {(job.trace, job.method) for job in jobs} == expected
+    assert jobs[0].method == "fedavg" and len(jobs) == len(expected)
