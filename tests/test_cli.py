@@ -9,6 +9,7 @@ import pytest
 
 from driftbench.cli import main
 from driftbench.evaluation.record import ROUND_COLUMNS, WALL_CLOCK_FIELDS
+from driftbench.traces.catalog import load_spec
 
 SMALL = ["--set", "clients=12", "--set", "rounds=16", "--set", "drift_every=5", "--set", "fraction=0.5",
          "--set", "train.participants=6", "--set", "train.local_steps=4"]
@@ -30,7 +31,7 @@ def test_run_writes_the_record_and_prints_the_table(tmp_path, capsys):
     code, out, _ = run_cli(["run", "--trace", "label-swap", "--out", str(tmp_path), "--quiet", *SMALL], capsys)
     assert code == 0
     assert out.splitlines()[0].split()[:3] == ["method", "final_acc", "tta_speedup"]
-    for method in ("fedavg", "static", "oracle"):
+    for method in load_spec("label-swap").methods:
         run = tmp_path / "label-swap" / method / "seed0"
         config = json.loads((run / "config.json").read_text())
         summary = json.loads((run / "summary.json").read_text())
@@ -85,11 +86,11 @@ def test_trace_file_replays_the_named_trace(tmp_path, capsys):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["run", "--trace", "nope"], "unknown trace 'nope'; valid: fmow-timeline, label-combos, label-shift, label-swap,"),
+        (["run", "--trace", "nope"], "unknown trace 'nope'; valid: fmow-small, fmow-timeline, label-combos, label-shift, label-swap,"),
         (["run", "--trace", "label-swap", "--method", "fedavgg"], "did you mean 'fedavg'"),
         (["run", "--trace", "label-swap", "--set", "fraction=2"], "fraction must be in [0, 1], got 2.0"),
         (["run", "--trace", "label-swap", "--set", "oops"], "--set 'oops': expected key=value"),
-        (["run", "--trace", "label-swap", "--set", "method.tau=1"], "--set method.tau: no selected method has this parameter"),
+        (["run", "--trace", "label-swap", "--set", "method.colour=1"], "--set method.colour: no selected method has this parameter"),
         (["run", "--trace", "label-swap", "--set", "source=mnistt"], "unknown source 'mnistt'"),
         (["run", "--trace", "missing.trace"], "missing.trace: no such trace file"),
         (["trace", "show", "label-swap", "--set", "train.lr=-1"], "lr must be > 0"),

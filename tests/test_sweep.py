@@ -83,7 +83,7 @@ def test_jobs_put_fedavg_first_and_the_ci_suite_is_valid():
         (["--traces", "nope", "--methods", "fedavg"], "unknown trace 'nope'"),
         (["--traces", "static", "--methods", "fedavg", "--set", "drift_every=3"], "--set drift_every: unknown key for trace 'static'"),
         (["--traces", "static", "--methods", "fedavg", "--set", "method.tau=1"], "--set method.tau: no selected method"),
-        (["--methods", "fedavg"], "give --traces and --methods, or a --suite file"),
+        (["--methods", "fedavg"], "give --traces (and optionally --methods), or a --suite file"),
         (["--traces", "static", "--methods", "fedavg", "--jobs", "0"], "--jobs must be >= 1, got 0"),
         (["--suite", "missing.toml"], "missing.toml: cannot read"),
     ],

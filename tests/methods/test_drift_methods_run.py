@@ -16,7 +16,7 @@ MODEL_BYTES = FLOAT_BYTES * (64 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10)  
 
 @pytest.mark.parametrize("trace", ["label-swap", "static"])
 def test_every_method_runs_and_reports_overhead(trace, tmp_path):
-    extra = ["--set", "drift_every=2"] if trace == "label-swap" else []
+    extra = ["--set", "drift_every=2"] if trace == "label-swap" else ["--set", "source=digits"]  # byte counts below assume 8x8 digits
     assert main(["run", "--trace", trace, "--method", ",".join(METHODS), "--out", str(tmp_path), "--quiet", *TINY, *extra]) == 0
     summaries = {m: json.loads((tmp_path / trace / m / "seed0/summary.json").read_text()) for m in METHODS}
     assert all(s["status"] == "ok" and s["overhead"]["cluster_seconds"] > 0 for s in summaries.values())

@@ -19,8 +19,8 @@ def test_windows_hold_the_last_rounds_and_are_widened_to_min_size():
 
 def test_synthetic_regions_switch_type_at_the_event_and_windows_move_every_update():
     sets = {"clients": 12, "rounds": 40, "update_every": 5, "window_rounds": 10, "event_round": 20, "event_fraction": 0.5,
-            "train_samples": 60, "test_samples": 20, "min_window": 2, "source.classes": 5, "source.size": 8,
-            "source.samples_per_class": 10}
+            "train_samples": 60, "test_samples": 20, "min_window": 2, "source.classes": 6, "source.size": 8,
+            "source.samples_per_class": 20}
     trace, pool = generate(apply_sets(load_spec("fmow-timeline"), {k: str(v) for k, v in sets.items()}))
     events = trace.events()
     assert {e.round for e in events if e.kind == "arrival"} <= set(range(5, 40, 5))
