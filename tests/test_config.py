@@ -64,15 +64,18 @@ def test_trace_variant_lays_its_tables_over_the_base():
 @pytest.mark.parametrize(
     ("catalog", "text", "message"),
     [
-        (method_catalog, 'variant_of = "bad"\nclass = "fedavg"\n', "a variant names its base in variant_of, not itself, and has no class key"),
-        (method_catalog, 'variant_of = "bad"\n', "a variant names its base in variant_of, not itself"),
+        (method_catalog, 'variant_of = "fedavg"\nclass = "fedavg"\n', r"bad.toml: a variant .* and has no class key"),
+        (method_catalog, 'variant_of = "bad"\n', r"does not lead back to it \(bad -> bad\)"),
+        (method_catalog, 'variant_of = "other"\n', r"other.toml: .* does not lead back to it \(bad -> other -> bad\)"),
         (method_catalog, 'variant_of = "nothing"\n', "unknown method 'nothing'"),
-        (trace_catalog, 'variant_of = "bad"\n', "a variant names its base in variant_of, not itself, and has no generator key"),
+        (trace_catalog, 'variant_of = "bad"\n', r"does not lead back to it \(bad -> bad\), and has no generator key"),
+        (trace_catalog, 'variant_of = "other"\n', r"other.toml: .* does not lead back to it \(bad -> other -> bad\)"),
         (trace_catalog, 'variant_of = "nothing"\n', "unknown trace 'nothing'"),
     ],
 )
 def test_bad_variants_are_named(tmp_path, monkeypatch, catalog, text, message):
     (tmp_path / "bad.toml").write_text(text)
+    (tmp_path / "other.toml").write_text('variant_of = "bad"\n')  # a cycle when bad names other
     monkeypatch.setattr(catalog, "CATALOG_DIR", tmp_path)
     load = catalog.load_method if catalog is method_catalog else catalog.load_spec
     with pytest.raises(ConfigError, match=message):

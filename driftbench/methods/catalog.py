@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,17 +59,26 @@ def load_method(name: str, sets: dict[str, str] | None = None) -> MethodSpec:
     A variant (``variant_of = "BASE"``) takes its base's class and parameters and changes only the
     parameters it lists, so a paper's variant never copies, and never drifts from, the paper's values.
     """
+    spec = catalog_spec(name, ())
+    if not sets:
+        return spec
+    return replace(spec, params=build(type(spec.params), sets, f"--set method ({name})", base=spec.params))
+
+
+def catalog_spec(name: str, chain: tuple[str, ...]) -> MethodSpec:
+    """The named method as its TOML defines it; ``chain`` holds the variants that led here, to refuse a cycle."""
     path = lookup(catalog(), name, "method")
     raw = read_toml(path)
     check_table(raw, SPEC_KEYS, str(path))
     if "variant_of" in raw:
-        if "class" in raw or raw["variant_of"] == name:
-            raise ConfigError(f"{path}: a variant names its base in variant_of, not itself, and has no class key")
-        base = load_method(raw["variant_of"])
+        if "class" in raw or raw["variant_of"] in (*chain, name):
+            raise ConfigError(
+                f"{path}: a variant names in variant_of a base that does not lead back to it "
+                f"({' -> '.join((*chain, name, raw['variant_of']))}), and has no class key"
+            )
+        base = catalog_spec(raw["variant_of"], (*chain, name))
         cls, defaults = IMPLEMENTATIONS[base.implementation], base.params
     else:
         cls, defaults = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}"), None
     params = build(cls.Params, raw.get("params", {}), f"{path} [params]", base=defaults)
-    if sets:
-        params = build(cls.Params, sets, f"--set method ({name})", base=params)
     return MethodSpec(name, cls.name, raw.get("description", cls.description), raw.get("paper", ""), params)

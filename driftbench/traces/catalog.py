@@ -63,20 +63,25 @@ def scaled(raw: dict[str, Any], scale: str, path: Path) -> dict[str, Any]:
     return overlay(raw, override)
 
 
-def read_spec(name: str) -> tuple[dict[str, Any], Path]:
+def read_spec(name: str, chain: tuple[str, ...] = ()) -> tuple[dict[str, Any], Path]:
     """The named trace's TOML table and path; a variant (``variant_of = "BASE"``) is laid over its base's table.
 
     A variant lists only what it changes: its ``params``, ``train`` and ``source`` keys replace the
     base's one by one (a source of another name replaces the base's source table), other keys whole.
+    ``chain`` holds the variants that led here, to refuse a cycle.
     """
     path = lookup(catalog(), name, "trace")
     raw = read_toml(path)
     check_table(raw, SPEC_KEYS, str(path))
     if "variant_of" not in raw:
         return raw, path
-    if "generator" in raw or raw["variant_of"] == name:
-        raise ConfigError(f"{path}: a variant names its base in variant_of, not itself, and has no generator key")
-    base, _ = read_spec(raw.pop("variant_of"))
+    base_name = raw.pop("variant_of")
+    if "generator" in raw or base_name in (*chain, name):
+        raise ConfigError(
+            f"{path}: a variant names in variant_of a base that does not lead back to it "
+            f"({' -> '.join((*chain, name, base_name))}), and has no generator key"
+        )
+    base, _ = read_spec(base_name, (*chain, name))
     return overlay(base, raw), path
 
 
