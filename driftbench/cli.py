@@ -317,7 +317,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     """``driftbench check``."""
     from driftbench.evaluation.check import read_reference, regression_rows, regressions, write_reference
-    from driftbench.evaluation.runs import find_runs
+    from driftbench.record.runs import find_runs
 
     if args.update_reference:
         print(f"wrote {args.reference} ({write_reference(args.runs, args.reference)} runs)")
@@ -344,7 +344,7 @@ def cmd_bench_engine(args: argparse.Namespace) -> int:
     """``driftbench bench engine``."""
     import json
 
-    from driftbench.engine.bench import EngineBench, format_engine_bench, run_engine_bench
+    from driftbench.bench.engine import EngineBench, format_engine_bench, run_engine_bench
 
     bench = EngineBench(args.model, args.clients, args.steps, args.batch, args.device, args.repeats, args.input, args.amp, args.compile)
     result = run_engine_bench(bench)
@@ -356,7 +356,7 @@ def cmd_bench_clustering(args: argparse.Namespace) -> int:
     """``driftbench bench clustering``."""
     import json
 
-    from driftbench.methods.bench_clustering import ClusteringBenchSizes, format_clustering_bench, run_clustering_bench
+    from driftbench.bench.clustering import ClusteringBenchSizes, format_clustering_bench, run_clustering_bench
 
     sizes = ClusteringBenchSizes(args.clients, args.classes, args.kmeans_n, args.kmeans_d, args.kmeans_k)
     report = run_clustering_bench(sizes)

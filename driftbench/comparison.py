@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from driftbench.evaluation.metrics import speedup
-from driftbench.evaluation.record import SUMMARY, read_json, run_dir
-from driftbench.evaluation.summary import REFERENCE, summary_tta
+from driftbench.record.metrics import speedup
+from driftbench.record.files import SUMMARY, read_json, run_dir
+from driftbench.record.summarize import REFERENCE, summary_tta
 from driftbench.errors import ConfigError
 from driftbench.methods.catalog import MethodSpec, load_method
 from driftbench.scheduler import Checkpointing, RunSpec, run

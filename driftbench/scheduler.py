@@ -28,13 +28,13 @@ from driftbench.engine.evaluate import (
     DataSummary, OutputSummary, classifier_name, client_gradients, client_inputs, client_outputs, per_client_mean,
 )
 from driftbench.engine.models import build_model, forward_flops
-from driftbench.engine.train_config import TrainConfig
-from driftbench.evaluation.metrics import adjusted_rand, mean_client_distance
+from driftbench.train_config import TrainConfig
+from driftbench.record.metrics import adjusted_rand, mean_client_distance
 from driftbench.errors import ConfigError, RunError
-from driftbench.evaluation.record import (
+from driftbench.record.files import (
     CHECKPOINT, CONFIG, ROUNDS, SUMMARY, clear_results, config_difference, read_json, run_dir, run_state, write_json, write_rounds,
 )
-from driftbench.evaluation.summary import summarize
+from driftbench.record.summarize import summarize
 from driftbench.methods.base import FLOAT_BYTES, ClientQueries, Overhead, Plan, RoundTraffic, RunContext, TrainResult
 from driftbench.methods.catalog import MethodSpec
 from driftbench.traces.model import Trace

@@ -31,8 +31,8 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from driftbench.comparison import method_overrides, reference_target
 from driftbench.config import check_keys, read_toml, require
 from driftbench.errors import ConfigError, DriftbenchError, RunError, TraceFileError
-from driftbench.evaluation.record import CONFIG, SUMMARY, experiment_config, read_json, run_dir, run_label
-from driftbench.evaluation.summary import REFERENCE
+from driftbench.record.files import CONFIG, SUMMARY, experiment_config, read_json, run_dir, run_label
+from driftbench.record.summarize import REFERENCE
 from driftbench.methods.catalog import load_method
 from driftbench.engine.device_data import resolve_device
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config

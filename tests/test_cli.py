@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from driftbench.cli import main
-from driftbench.evaluation.record import ROUND_COLUMNS, WALL_CLOCK_FIELDS
+from driftbench.record.files import ROUND_COLUMNS, WALL_CLOCK_FIELDS
 from driftbench.traces.catalog import load_spec
 
 SMALL = ["--set", "clients=12", "--set", "rounds=16", "--set", "drift_every=5", "--set", "fraction=0.5",

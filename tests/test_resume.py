@@ -19,7 +19,7 @@ import torch
 from driftbench import checkpoint
 from driftbench.cli import main
 from driftbench.errors import RunError
-from driftbench.evaluation.record import ROUND_COLUMNS, WALL_CLOCK_FIELDS, run_state
+from driftbench.record.files import ROUND_COLUMNS, WALL_CLOCK_FIELDS, run_state
 from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
 from driftbench.scheduler import Checkpointing, RunSpec, Scheduler, run
 from driftbench.traces.catalog import apply_sets, generate, load_spec

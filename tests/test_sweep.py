@@ -8,7 +8,7 @@ import pytest
 
 from driftbench.cli import main
 from driftbench.errors import ConfigError
-from driftbench.evaluation.record import WALL_CLOCK_FIELDS
+from driftbench.record.files import WALL_CLOCK_FIELDS
 from driftbench.sweep import SweepOptions, execute, load_suite, plan_jobs, sweep_jobs
 from driftbench.traces.catalog import load_spec
 

@@ -14,7 +14,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from driftbench.engine.device_data import DevicePool, LocalWork, Transforms
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 
 Params = dict[str, torch.Tensor]
 GradFn = Callable[[list[torch.Tensor], torch.Tensor, torch.Tensor], tuple[list[torch.Tensor], torch.Tensor]]

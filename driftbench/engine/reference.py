@@ -10,7 +10,7 @@ from torch import nn
 
 from driftbench.engine.batched import Params, TrainOutput, stack
 from driftbench.engine.device_data import DevicePool, LocalWork
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 
 
 def train_sequential(model: nn.Module, data: DevicePool, start: Params, work: LocalWork, cfg: TrainConfig, mu: float = 0.0) -> TrainOutput:

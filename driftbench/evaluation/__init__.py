@@ -1,1 +1,1 @@
-"""Metrics over run records."""
+"""Readers of run records: leaderboard, plots, the quality gate."""

@@ -17,8 +17,8 @@ import torch
 import driftbench
 from driftbench.config import require
 from driftbench.errors import ConfigError, RunError
-from driftbench.evaluation.record import read_json, write_json
-from driftbench.evaluation.runs import INCOMPLETE, RunRecord, find_runs
+from driftbench.record.files import read_json, write_json
+from driftbench.record.runs import INCOMPLETE, RunRecord, find_runs
 from driftbench.evaluation.tolerance import ACCURACY_TOLERANCE, ARI_TOLERANCE
 
 METRICS = ("final_accuracy", "ari_mean")

@@ -23,10 +23,10 @@ from scipy.stats import gmean
 from driftbench.atomic import atomic_write
 from driftbench.errors import ConfigError
 from driftbench.evaluation.html_page import Section, render_page
-from driftbench.evaluation.metrics import speedup
+from driftbench.record.metrics import speedup
 from driftbench.evaluation.plots import accuracy_plot, ari_plot, seed_mean_curves
-from driftbench.evaluation.runs import INCOMPLETE, RunRecord, find_runs
-from driftbench.evaluation.summary import REFERENCE, summary_tta
+from driftbench.record.runs import INCOMPLETE, RunRecord, find_runs
+from driftbench.record.summarize import REFERENCE, summary_tta
 
 log = logging.getLogger("driftbench")
 

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from driftbench.errors import ConfigError
-from driftbench.evaluation.runs import RunRecord
+from driftbench.record.runs import RunRecord
 
 CURVE_COLUMNS = ["sim_seconds", "accuracy_mean", "ari"]
 

@@ -16,7 +16,7 @@ import torch
 
 from driftbench.engine.batched import Params
 from driftbench.engine.evaluate import DataSummary, OutputSummary
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 from driftbench.config import require
 from driftbench.errors import RunError
 

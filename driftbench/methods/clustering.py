@@ -19,6 +19,7 @@ from driftbench.methods.base import ProxParams
 
 DISTANCES = ("l1", "js", "l2")
 KERNEL_CHUNK = 1024  # rows per distance block; bounds the memory of the Jensen-Shannon kernel
+ANGLE_CHUNK = 256  # subspace pairs' rows per batched SVD
 
 
 @dataclass(frozen=True)
@@ -219,3 +220,20 @@ def flat_updates(trained: Params, bank: Params, start: np.ndarray) -> np.ndarray
     rows = [(trained[n] - bank[n][index]).reshape(len(start), -1) for n in bank]
     return torch.cat(rows, dim=1).double().cpu().numpy()
 
+
+def principal_vectors(inputs: torch.Tensor, labels: torch.Tensor, p: int) -> np.ndarray:
+    """A client's upload: the top-``p`` left singular vectors of its data matrix (features x samples), flattened."""
+    matrix = inputs.reshape(len(inputs), -1).double().T
+    u = torch.linalg.svd(matrix, full_matrices=False).U[:, :p]
+    if u.shape[1] < p:  # fewer samples than p: pad with zero columns, which add no angle information
+        u = torch.nn.functional.pad(u, (0, p - u.shape[1]))
+    return u.reshape(-1).cpu().numpy()
+
+
+def principal_angles(bases: torch.Tensor) -> torch.Tensor:
+    """Mean principal angle in degrees between every pair of subspaces (bases: n x D x p, orthonormal columns)."""
+    rows = []
+    for i in range(0, len(bases), ANGLE_CHUNK):
+        cosines = torch.linalg.svdvals(torch.einsum("adp,bdq->abpq", bases[i : i + ANGLE_CHUNK], bases))
+        rows.append(torch.rad2deg(torch.arccos(cosines.clamp(-1, 1))).mean(-1))
+    return torch.cat(rows)

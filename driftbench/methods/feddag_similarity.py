@@ -13,8 +13,7 @@ from scipy.optimize import minimize
 from scipy.spatial.distance import squareform
 from scipy.stats import wasserstein_distance
 
-from driftbench.methods.clustering import unit_vectors
-from driftbench.methods.pacfl import principal_vectors
+from driftbench.methods.clustering import principal_vectors, unit_vectors
 
 LOG_OFFSET = np.e  # Eq. 5's epsilon: ln(n + e) >= 1, so a class missing on one client (n = 0) still gives a finite ratio
 

@@ -11,9 +11,7 @@ from sklearn.cluster import AgglomerativeClustering
 
 from driftbench.config import require
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
-from driftbench.methods.clustering import kernel_device
-
-ANGLE_CHUNK = 256  # subspace pairs' rows per batched SVD
+from driftbench.methods.clustering import kernel_device, principal_angles, principal_vectors
 
 
 @dataclass(frozen=True)
@@ -27,24 +25,6 @@ class PACFLParams(ProxParams):
         super().__post_init__()
         require(self.p >= 1, f"p must be >= 1, got {self.p}")
         require(0 < self.threshold <= 90, f"threshold must be in (0, 90] degrees, got {self.threshold}")
-
-
-def principal_vectors(inputs: torch.Tensor, labels: torch.Tensor, p: int) -> np.ndarray:
-    """A client's upload: the top-``p`` left singular vectors of its data matrix (features x samples), flattened."""
-    matrix = inputs.reshape(len(inputs), -1).double().T
-    u = torch.linalg.svd(matrix, full_matrices=False).U[:, :p]
-    if u.shape[1] < p:  # fewer samples than p: pad with zero columns, which add no angle information
-        u = torch.nn.functional.pad(u, (0, p - u.shape[1]))
-    return u.reshape(-1).cpu().numpy()
-
-
-def principal_angles(bases: torch.Tensor) -> torch.Tensor:
-    """Mean principal angle in degrees between every pair of subspaces (bases: n x D x p, orthonormal columns)."""
-    rows = []
-    for i in range(0, len(bases), ANGLE_CHUNK):
-        cosines = torch.linalg.svdvals(torch.einsum("adp,bdq->abpq", bases[i : i + ANGLE_CHUNK], bases))
-        rows.append(torch.rad2deg(torch.arccos(cosines.clamp(-1, 1))).mean(-1))
-    return torch.cat(rows)
 
 
 class PACFL(Method):

@@ -8,7 +8,7 @@ from typing import Any
 
 from driftbench.config import as_plain, build, catalog_files, check_table, check_types, lookup, read_toml, require
 from driftbench.data.sources import SOURCES, load_pool, source_params, source_reference
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 from driftbench.data.pool import Pool
 from driftbench.errors import ConfigError, DataSourceError
 from driftbench.traces.generators import GENERATORS

@@ -9,8 +9,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from driftbench.evaluation.metrics import l1_shift, label_distribution
-
 FORMAT_VERSION = 1
 EVENT_KINDS = ("concept", "feature", "label", "arrival")
 
@@ -259,3 +257,17 @@ def client_shifts(trace: Trace, event: DriftEvent, pool_y: np.ndarray) -> np.nda
         l1_shift(trace.label_distribution(before[c], pool_y), trace.label_distribution(after[c], pool_y))
         for c in event.clients
     ])
+
+
+def label_distribution(labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """Normalised histogram of integer labels in [0, num_classes); zeros when empty."""
+    labels = np.asarray(labels, dtype=int)
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must lie in [0, {num_classes})")
+    counts = np.bincount(labels, minlength=num_classes).astype(float)
+    return counts / labels.size if labels.size else counts
+
+
+def l1_shift(before: np.ndarray, after: np.ndarray) -> float:
+    """L1 distance between two normalised label histograms."""
+    return float(np.abs(np.asarray(before, dtype=float) - np.asarray(after, dtype=float)).sum())

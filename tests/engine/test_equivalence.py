@@ -9,7 +9,7 @@ from driftbench.engine.batched import BatchedTrainer, default_chunk_size
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
 from driftbench.engine.models import build_model
 from driftbench.engine.reference import train_sequential
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 
 
 def make_pool(shape=(3, 12, 12), n=200, classes=5):

@@ -10,7 +10,7 @@ from driftbench.engine.batched import BatchedTrainer
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
 from driftbench.engine.models import build_model, forward_flops
 from driftbench.engine.reference import train_sequential
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 
 # torchvision's documented ImageNet figures: multiply-adds (its "GFLOPS" column) and parameter counts.
 TORCHVISION = {"resnet18": (1.81e9, 11_689_512), "shufflenet_v2": (0.14e9, 2_278_604)}

@@ -11,8 +11,8 @@ import pytest
 
 from driftbench.cli import main
 from driftbench.comparison import run_comparison
-from driftbench.evaluation.summary import summary_tta
-from driftbench.evaluation.metrics import speedup
+from driftbench.record.summarize import summary_tta
+from driftbench.record.metrics import speedup
 from driftbench.evaluation.leaderboard import write_leaderboard
 
 matplotlib_image = pytest.importorskip("matplotlib.image", reason="the leaderboard's plots need matplotlib (pip install 'driftbench[plots]')")

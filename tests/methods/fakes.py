@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 from driftbench.methods.base import ClientQueries, Overhead, RunContext
 
 

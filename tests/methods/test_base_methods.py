@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 from driftbench.errors import ConfigError, RunError
 from driftbench.methods.base import ClientQueries, Overhead, RoundTraffic, RunContext, cluster_average, sample_participants
 from driftbench.methods.catalog import load_method

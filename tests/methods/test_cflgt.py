@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from driftbench.cli import main
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 from driftbench.errors import ConfigError
 from driftbench.methods.base import ClientQueries, Overhead, RunContext
 from driftbench.methods.catalog import load_method

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from driftbench.cli import main
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 from driftbench.errors import ConfigError
 from driftbench.methods.base import Overhead, RunContext, TrainResult
 from driftbench.methods.catalog import load_method

@@ -7,7 +7,8 @@ from scipy.linalg import subspace_angles
 
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
-from driftbench.methods.pacfl import angle_clusters, principal_angles
+from driftbench.methods.clustering import principal_angles
+from driftbench.methods.pacfl import angle_clusters
 
 from tests.methods.fakes import ScriptedClients, context, queries
 

@@ -10,7 +10,7 @@ from driftbench.engine.batched import BatchedTrainer, TrainOutput, default_chunk
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
 from driftbench.engine.models import build_model
 from driftbench.engine.reference import train_sequential
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 
 
 class Workload:

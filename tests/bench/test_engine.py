@@ -12,7 +12,7 @@ from driftbench.data.pool import Pool
 from driftbench.engine.batched import BatchedTrainer
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
 from driftbench.engine.models import build_model
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 
 TINY = ["--clients", "3", "--steps", "2", "--batch", "4", "--repeats", "2", "--device", "cpu"]
 

@@ -181,20 +181,6 @@ def _mean_distance_to_mates(members: np.ndarray) -> np.ndarray:
     return cdist(members, members, metric="cityblock").sum(axis=1) / (len(members) - 1)
 
 
-def label_distribution(labels: np.ndarray, num_classes: int) -> np.ndarray:
-    """Normalised histogram of integer labels in [0, num_classes); zeros when empty."""
-    labels = np.asarray(labels, dtype=int)
-    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"labels must lie in [0, {num_classes})")
-    counts = np.bincount(labels, minlength=num_classes).astype(float)
-    return counts / labels.size if labels.size else counts
-
-
-def l1_shift(before: np.ndarray, after: np.ndarray) -> float:
-    """L1 distance between two normalised label histograms."""
-    return float(np.abs(np.asarray(before, dtype=float) - np.asarray(after, dtype=float)).sum())
-
-
 def _check_same_length(*arrays: np.ndarray) -> None:
     """Raise ValueError unless every array has the same number of rows."""
     if len({len(array) for array in arrays}) > 1:

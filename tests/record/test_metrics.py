@@ -3,15 +3,14 @@ import math
 import numpy as np
 import pytest
 
-from driftbench.evaluation.metrics import (
+from driftbench.traces.model import l1_shift, label_distribution
+from driftbench.record.metrics import (
     Recovery,
     TimeToAccuracy,
     adjusted_rand,
     final_accuracy,
     plateau_change,
     final_window,
-    l1_shift,
-    label_distribution,
     mean_client_distance,
     recovery,
     speedup,

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from driftbench.config import require
-from driftbench.engine.train_config import TrainConfig
+from driftbench.train_config import TrainConfig
 from driftbench.methods.base import RunContext
 from driftbench.methods.clustering import kernel_device, kmeans
 from driftbench.methods.fielding import Fielding, FieldingParams

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from driftbench.evaluation.metrics import TimeToAccuracy, final_accuracy, final_window, recovery, time_to_accuracy
+from driftbench.record.metrics import TimeToAccuracy, final_accuracy, final_window, recovery, time_to_accuracy
 
 REFERENCE = "fedavg"  # time-to-accuracy targets and speed-ups are relative to this method
 

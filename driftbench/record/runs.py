@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from driftbench.errors import ConfigError
-from driftbench.evaluation.record import CONFIG, ROUNDS, SUMMARY, read_json, run_label
+from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, read_json, run_label
 
 INCOMPLETE = "incomplete: config.json but no summary.json (crashed or still running)"
 
