@@ -143,6 +143,13 @@ def check_table(raw: Mapping[str, Any], types: Mapping[str, type], where: str) -
     check_types(raw, types, where)
 
 
+def described(raw: Mapping[str, Any], path: Path, inherited: str = "") -> str:
+    """A catalog TOML's one-line ``description`` (or the one its base gives it); none at all is a ConfigError."""
+    description = raw.get("description") or inherited
+    require(bool(description), f"{path}: no description; add a one-line description = \"...\" (shown by driftbench list)")
+    return description
+
+
 def require(condition: bool, message: str) -> None:
     """Raise ``ConfigError(message)`` unless ``condition`` holds."""
     if not condition:

@@ -80,3 +80,17 @@ def test_bad_variants_are_named(tmp_path, monkeypatch, catalog, text, message):
     load = catalog.load_method if catalog is method_catalog else catalog.load_spec
     with pytest.raises(ConfigError, match=message):
         load("bad")
+
+
+def test_every_catalog_toml_has_a_description_or_inherits_one(tmp_path, monkeypatch):
+    (tmp_path / "bare.toml").write_text('class = "fedavg"\n')
+    (tmp_path / "base.toml").write_text('class = "fedavg"\ndescription = "the base"\n')
+    (tmp_path / "variant.toml").write_text('variant_of = "base"\n[params]\nmu = 0.1\n')
+    monkeypatch.setattr(method_catalog, "CATALOG_DIR", tmp_path)
+    with pytest.raises(ConfigError, match=r"bare.toml: no description; add a one-line description"):
+        method_catalog.load_method("bare")
+    assert method_catalog.load_method("variant").description == "the base"
+    monkeypatch.setattr(trace_catalog, "CATALOG_DIR", tmp_path)
+    (tmp_path / "trace.toml").write_text('generator = "static"\n[source]\nname = "digits"\n')
+    with pytest.raises(ConfigError, match=r"trace.toml: no description; add a one-line description"):
+        trace_catalog.load_spec("trace")

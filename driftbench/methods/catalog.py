@@ -6,25 +6,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, catalog_files, check_table, lookup, read_toml
+from driftbench.config import as_plain, build, catalog_files, check_table, described, lookup, read_toml
+from driftbench.discovery import import_modules
 from driftbench.errors import ConfigError
-from driftbench.methods.base import Method
-from driftbench.methods.cflgt import CFLGT
-from driftbench.methods.fedavg import FedAvg
-from driftbench.methods.auxo import Auxo
-from driftbench.methods.cfl import CFL
-from driftbench.methods.feddrift import FedDrift
-from driftbench.methods.fielding import Fielding
-from driftbench.methods.flexcfl import FlexCFL
-from driftbench.methods.ifca import IFCA
-from driftbench.methods.pacfl import PACFL
-from driftbench.methods.mscfl import MSCFL
-from driftbench.methods.fedcm import FedCM
-from driftbench.methods.feddag import FedDAG, FedDAGSingle
-from driftbench.methods.oracle import Oracle
-from driftbench.methods.static import StaticClustering
+from driftbench.methods.base import IMPLEMENTATIONS, Method
 
-IMPLEMENTATIONS: dict[str, type[Method]] = {cls.name: cls for cls in (FedAvg, StaticClustering, Oracle, FedCM, CFLGT, FedDAGSingle, FedDAG, Fielding, IFCA, FlexCFL, PACFL, CFL, Auxo, FedDrift, MSCFL)}
+import_modules("driftbench.methods")  # each method class registers itself in IMPLEMENTATIONS
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "methods"
 SPEC_KEYS = {"class": str, "variant_of": str, "description": str, "paper": str, "params": dict}  # key -> TOML type
 
@@ -77,8 +64,8 @@ def catalog_spec(name: str, chain: tuple[str, ...]) -> MethodSpec:
                 f"({' -> '.join((*chain, name, raw['variant_of']))}), and has no class key"
             )
         base = catalog_spec(raw["variant_of"], (*chain, name))
-        cls, defaults = IMPLEMENTATIONS[base.implementation], base.params
+        cls, defaults, inherited = IMPLEMENTATIONS[base.implementation], base.params, base.description
     else:
-        cls, defaults = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}"), None
+        cls, defaults, inherited = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}"), None, ""
     params = build(cls.Params, raw.get("params", {}), f"{path} [params]", base=defaults)
-    return MethodSpec(name, cls.name, raw.get("description", cls.description), raw.get("paper", ""), params)
+    return MethodSpec(name, cls.name, described(raw, path, inherited), raw.get("paper", ""), params)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, catalog_files, check_table, check_types, lookup, read_toml, require
+from driftbench.config import as_plain, build, catalog_files, check_table, check_types, described, lookup, read_toml, require
 from driftbench.data.sources import SOURCES, load_pool, source_params, source_reference
 from driftbench.train_config import TrainConfig
 from driftbench.data.pool import Pool
@@ -108,15 +108,17 @@ def load_spec(name: str, scale: str = "embedded") -> TraceSpec:
     check_types(source, {"name": str}, f"{path} [source]")
     source_name, implied = source_reference(source.pop("name", ""), f"source in {path}")
     source = source_params(source_name, {**implied, **source}, f"{path} [source]")
+    params = build(generator.params, raw.get("params", {}), f"{path} [params]")
+    train = build(TrainConfig, raw.get("train", {}), f"{path} [train]")
     return TraceSpec(
         name=name,
-        description=raw.get("description", ""),
+        description=described(raw, path),
         paper=raw.get("paper", ""),
         generator=generator.name,
-        params=build(generator.params, raw.get("params", {}), f"{path} [params]"),
+        params=params,
         source=source_name,
         source_params=source,
-        train=build(TrainConfig, raw.get("train", {}), f"{path} [train]"),
+        train=train,
         methods=tuple(raw.get("methods", DEFAULT_METHODS)),
     )
 

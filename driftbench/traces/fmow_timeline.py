@@ -152,7 +152,4 @@ def make(params: FmowTimelineParams, pool: Pool) -> TraceBuilder:
     return builder
 
 
-register(Generator(
-    "fmow-timeline", "natural drift: one client per region, samples arrive by date, seasonal cycles and a large event (FIELDING)",
-    FmowTimelineParams, make,
-))
+register(Generator("fmow-timeline", FmowTimelineParams, make))

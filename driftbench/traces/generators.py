@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from driftbench.config import require
+from driftbench.errors import ConfigError
 from driftbench.data.pool import Pool
 from driftbench.traces.model import TraceBuilder
 
@@ -34,7 +35,6 @@ class Generator:
     """A registered trace generator; ``make`` fills a TraceBuilder deterministically from params."""
 
     name: str
-    description: str
     params: type
     make: Callable[[Any, Pool], TraceBuilder]
 
@@ -43,6 +43,8 @@ GENERATORS: dict[str, Generator] = {}
 
 
 def register(generator: Generator) -> Generator:
-    """Add ``generator`` to the registry under its name."""
-    GENERATORS[generator.name] = generator
+    """Add ``generator`` to the registry under its name; a second generator of that name is a ConfigError."""
+    taken = GENERATORS.setdefault(generator.name, generator)
+    if taken is not generator:
+        raise ConfigError(f"generators in {taken.make.__module__} and {generator.make.__module__} are both named {generator.name!r}")
     return generator

@@ -80,4 +80,4 @@ def make(params: LabelCombosParams, pool: Pool) -> TraceBuilder:
     return builder
 
 
-register(Generator("label-combos", "label skew: clients hold one of G label combinations (CFLGT); optional re-pick event", LabelCombosParams, make))
+register(Generator("label-combos", LabelCombosParams, make))

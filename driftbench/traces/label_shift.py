@@ -66,4 +66,4 @@ def make(params: LabelShiftParams, pool: Pool) -> TraceBuilder:
     return builder
 
 
-register(Generator("label-shift", "label drift: pathological label skew; one event moves clients to other label groups", LabelShiftParams, make))
+register(Generator("label-shift", LabelShiftParams, make))

@@ -83,4 +83,4 @@ def make(params: LabelSwapParams, pool: Pool) -> TraceBuilder:
     return builder
 
 
-register(Generator("label-swap", "concept drift: clients move between K label-permutation concepts", LabelSwapParams, make))
+register(Generator("label-swap", LabelSwapParams, make))

@@ -24,6 +24,45 @@ class DriftEvent:
 
 
 @dataclass(frozen=True, eq=False)
+class ClientStream:
+    """What clients hold of a trace: per-segment data windows, label maps and rotations (no groups, no events)."""
+
+    train_ptr: np.ndarray
+    train_idx: np.ndarray
+    test_ptr: np.ndarray
+    test_idx: np.ndarray
+    seg_ptr: np.ndarray
+    seg_train: np.ndarray
+    seg_test: np.ndarray
+    seg_map: np.ndarray
+    seg_rotation: np.ndarray
+    label_maps: np.ndarray
+
+    @property
+    def num_classes(self) -> int:
+        """Number of label classes after label maps."""
+        return int(self.label_maps.shape[1])
+
+    def _window(self, kind: str, seg: int) -> np.ndarray:
+        ptr, idx, bounds = getattr(self, f"{kind}_ptr"), getattr(self, f"{kind}_idx"), getattr(self, f"seg_{kind}")
+        base = ptr[int(np.searchsorted(self.seg_ptr, seg, side="right")) - 1]
+        lo, hi = bounds[seg]
+        return idx[base + lo: base + hi]
+
+    def train_indices(self, seg: int) -> np.ndarray:
+        """Pool indices of segment ``seg``'s training window."""
+        return self._window("train", seg)
+
+    def test_indices(self, seg: int) -> np.ndarray:
+        """Pool indices of segment ``seg``'s test samples."""
+        return self._window("test", seg)
+
+    def train_labels(self, seg: int, pool_y: np.ndarray) -> np.ndarray:
+        """Labels of segment ``seg``'s train window after its label map."""
+        return self.label_maps[self.seg_map[seg]][pool_y[self.train_indices(seg)]]
+
+
+@dataclass(frozen=True, eq=False)
 class Trace:
     """Per-client arrival-ordered sample sequences plus segments over them.
 
@@ -111,23 +150,22 @@ class Trace:
         """Ground-truth group of every client at ``rnd`` (-1 = none)."""
         return self.seg_group[self.segments_at(rnd)]
 
-    def _window(self, kind: str, seg: int) -> np.ndarray:
-        ptr, idx, bounds = getattr(self, f"{kind}_ptr"), getattr(self, f"{kind}_idx"), getattr(self, f"seg_{kind}")
-        base = ptr[int(np.searchsorted(self.seg_ptr, seg, side="right")) - 1]
-        lo, hi = bounds[seg]
-        return idx[base + lo: base + hi]
+    @property
+    def stream(self) -> ClientStream:
+        """The clients' data windows and transforms, without ground truth or drift events."""
+        return ClientStream(*(getattr(self, f.name) for f in fields(ClientStream)))
 
     def train_indices(self, seg: int) -> np.ndarray:
         """Pool indices of segment ``seg``'s training window."""
-        return self._window("train", seg)
+        return self.stream.train_indices(seg)
 
     def test_indices(self, seg: int) -> np.ndarray:
         """Pool indices of segment ``seg``'s test samples."""
-        return self._window("test", seg)
+        return self.stream.test_indices(seg)
 
     def train_labels(self, seg: int, pool_y: np.ndarray) -> np.ndarray:
         """Labels of segment ``seg``'s train window after its label map."""
-        return self.label_maps[self.seg_map[seg]][pool_y[self.train_indices(seg)]]
+        return self.stream.train_labels(seg, pool_y)
 
     def label_distribution(self, seg: int, pool_y: np.ndarray) -> np.ndarray:
         """Normalised label histogram of segment ``seg``'s train window after its label map."""

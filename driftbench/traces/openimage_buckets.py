@@ -168,7 +168,4 @@ def make(params: OpenImageBucketsParams, pool: Pool) -> TraceBuilder:
     return builder
 
 
-register(Generator(
-    "openimage-buckets", "label drift: each client's labels split into buckets streaming in every 50 rounds (FIELDING)",
-    OpenImageBucketsParams, make,
-))
+register(Generator("openimage-buckets", OpenImageBucketsParams, make))

@@ -57,4 +57,4 @@ def make(params: RotationParams, pool: Pool) -> TraceBuilder:
     return builder
 
 
-register(Generator("rotation", "feature drift: groups see images rotated by different quarter turns; clients switch group", RotationParams, make))
+register(Generator("rotation", RotationParams, make))

@@ -51,4 +51,4 @@ def make(params: StaticParams, pool: Pool) -> TraceBuilder:
     return builder
 
 
-register(Generator("static", "no drift: clients in latent groups with group-specific label skew", StaticParams, make))
+register(Generator("static", StaticParams, make))
