@@ -6,6 +6,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult, cluster_average
 from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
 
@@ -23,7 +24,6 @@ class Auxo(Method):
     """
 
     name = "auxo"
-    description = "Auxo: every round, re-cluster the round's participants by their model updates (K cohorts)"
     Params = ClusterCountParams
 
     def setup(self, ctx: RunContext) -> None:
@@ -44,11 +44,14 @@ class Auxo(Method):
     def regroup(self, ids: np.ndarray, updates: np.ndarray) -> None:
         """k-means of the unit updates; groups matched to cohorts by overlap; new cohorts copy their source model."""
         k = min(self.params.k, len(ids))
-        groups = KMeans(n_clusters=k, n_init=1, random_state=self.ctx.seed).fit_predict(unit_vectors(updates))
+        model = KMeans(n_clusters=k, n_init=1, random_state=self.ctx.seed)
+        groups = model.fit_predict(unit_vectors(updates))
+        work.charge(work.fitted_kmeans(model, *updates.shape))
         before = self.assignment[ids]
         overlap = np.zeros((k, self.params.k))
         np.add.at(overlap, (groups, before), 1.0)
         rows, cohorts = linear_sum_assignment(overlap, maximize=True)
+        work.charge(work.hungarian(*overlap.shape))
         for g, cohort in zip(rows, cohorts):
             members = ids[groups == g]
             if not self.used[cohort]:

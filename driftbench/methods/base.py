@@ -18,7 +18,8 @@ from driftbench.engine.batched import Params
 from driftbench.engine.evaluate import DataSummary, OutputSummary
 from driftbench.train_config import TrainConfig
 from driftbench.config import require
-from driftbench.errors import RunError
+from driftbench.errors import ConfigError, RunError
+from driftbench.methods import server_work
 
 FLOAT_BYTES = 4  # traffic is counted as float32, whatever the compute dtype
 
@@ -124,9 +125,6 @@ class ClientSide(Protocol):
     def inputs(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
         """Stacked ``summarize(inputs, labels)`` of each client's window."""
 
-    def ground_truth(self) -> np.ndarray:
-        """Every client's true group now."""
-
 
 class ClientQueries:
     """The clients' side of one round as a method sees it: answers requests and counts what they cost.
@@ -135,15 +133,17 @@ class ClientQueries:
     model asked about and uploads one number per model, a gradient query downloads the model
     and uploads P numbers. Each pass of a client over its window counts as one extra pass.
     ``traffic``, when given, also receives each client's share for the simulated clock.
+    ``truth`` (every client's true group) is given to an oracle method's queries only: no
+    other object a method receives holds ground truth or drift events.
     """
 
     def __init__(
-        self, changed: np.ndarray, side: ClientSide, model_bytes: int, oracle: bool, overhead: Overhead,
-        traffic: RoundTraffic | None = None,
+        self, changed: np.ndarray, side: ClientSide, model_bytes: int, overhead: Overhead,
+        traffic: RoundTraffic | None = None, truth: np.ndarray | None = None,
     ) -> None:
         self.changed = changed  # clients whose local data changed since the last round (they know it)
-        self._side, self._model_bytes, self._oracle, self._overhead = side, model_bytes, oracle, overhead
-        self._traffic = traffic
+        self._side, self._model_bytes, self._overhead = side, model_bytes, overhead
+        self._traffic, self._truth = traffic, truth
         self.seconds = 0.0  # time spent computing client answers, excluded from server time
 
     def label_histograms(self, clients: np.ndarray) -> np.ndarray:
@@ -191,9 +191,9 @@ class ClientQueries:
 
     def ground_truth(self) -> np.ndarray:
         """Every client's true group now; only for methods marked ``oracle``."""
-        if not self._oracle:
+        if self._truth is None:
             raise RunError("only an oracle method may read ground truth")
-        return self._side.ground_truth()
+        return self._truth
 
     def _charge(
         self, clients: np.ndarray, models: int = 0, upload_floats: int = 0, passes: int = 0, pass_cost: float = 0.0
@@ -211,18 +211,29 @@ class ClientQueries:
     def _timed(self, fn: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
         started = time.perf_counter()
         try:
-            return fn(*args)
+            with server_work.paused():
+                return fn(*args)
         finally:
             self.seconds += time.perf_counter() - started
+
+
+IMPLEMENTATIONS: dict[str, type[Method]] = {}  # method class name -> class; filled as each method module is imported
 
 
 class Method:
     """Base of every method: holds the model bank (M x ...) and each client's current model."""
 
     name: ClassVar[str]
-    description: ClassVar[str]
     Params: ClassVar[type]
     oracle: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Register a class that sets ``name`` in its own body; a helper base without one stays unregistered."""
+        super().__init_subclass__(**kwargs)
+        if "name" in vars(cls):
+            taken = IMPLEMENTATIONS.setdefault(cls.name, cls)
+            if taken is not cls:
+                raise ConfigError(f"method classes {qualified(taken)} and {qualified(cls)} are both named {cls.name!r}")
 
     def __init__(self, params: Any) -> None:
         self.params = params
@@ -254,6 +265,11 @@ class Method:
         self.models = cluster_average(self.models, result.params, result.plan.start_models, result.num_samples)
 
 
+def qualified(cls: type) -> str:
+    """A class's module and name, as an error message shows it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def replicate(params: Params, copies: int) -> Params:
     """``copies`` identical models stacked on a leading axis."""
     return {n: p.unsqueeze(0).repeat(copies, *([1] * p.dim())) for n, p in params.items()}
@@ -261,6 +277,7 @@ def replicate(params: Params, copies: int) -> Params:
 
 def cluster_average(bank: Params, trained: Params, cluster: np.ndarray, weights: np.ndarray) -> Params:
     """Replace each bank model that had participants by their weighted mean; keep the others."""
+    server_work.charge(server_work.aggregation(len(cluster), server_work.model_parameters(bank)))
     device = next(iter(bank.values())).device
     index = torch.as_tensor(cluster, device=device)
     dtype = next(iter(bank.values())).dtype

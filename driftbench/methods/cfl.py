@@ -10,6 +10,7 @@ from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.config import require
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, ProxParams, TrainResult, cluster_average
 from driftbench.methods.clustering import flat_updates
 
@@ -32,13 +33,17 @@ class CFLParams(ProxParams):
 
 def should_split(updates: np.ndarray, weights: np.ndarray, eps1: float, eps2: float) -> bool:
     """Sattler's criterion: the weighted mean update is small (near a stationary point) but some update is large."""
+    work.charge(work.aggregation(*updates.shape) + work.norms(updates.size))
     mean = np.average(updates, axis=0, weights=weights)
     return bool(np.linalg.norm(mean) < eps1 and np.linalg.norm(updates, axis=1).max() > eps2)
 
 
 def bipartition(directions: np.ndarray) -> np.ndarray:
     """Two groups (0/1) by complete-linkage clustering of the cosine dissimilarity of the rows."""
+    n = len(directions)
+    work.charge(work.cosine_similarity(n, n, directions.shape[1]))
     dissimilarity = np.clip(1 - cosine_similarity(directions), 0, 2)
+    work.charge(work.linkage(n))
     model = AgglomerativeClustering(n_clusters=2, metric="precomputed", linkage="complete")
     return model.fit_predict(dissimilarity).astype(np.int64)
 
@@ -54,7 +59,6 @@ class CFL(Method):
     """
 
     name = "cfl"
-    description = "CFL (Sattler): recursive bipartition by update cosine similarity when the mean update is small"
     Params = CFLParams
 
     def setup(self, ctx: RunContext) -> None:

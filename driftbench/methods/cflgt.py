@@ -23,6 +23,7 @@ from sklearn.cluster import AffinityPropagation
 from sklearn.exceptions import ConvergenceWarning
 
 from driftbench.config import require
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams
 from driftbench.methods.clustering import relabel, remix_models
 
@@ -65,6 +66,7 @@ def trajectory_distances(trajectories: np.ndarray) -> np.ndarray:
     """Mean over classes of the L2 distance between corresponding points (pull_c, push_c) of two trajectories."""
     classes = trajectories.shape[1] // 2
     points = np.stack([trajectories[:, :classes], trajectories[:, classes:]], axis=2)
+    work.charge(classes * (work.distances(len(points), len(points), 2) + len(points) ** 2))
     return sum(cdist(points[:, c], points[:, c]) for c in range(classes)) / classes
 
 
@@ -75,7 +77,9 @@ def affinity_clusters(distances: np.ndarray, seed: int) -> np.ndarray:
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        labels = AffinityPropagation(affinity="precomputed", max_iter=AP_MAX_ITER, random_state=seed).fit_predict(-distances)
+        model = AffinityPropagation(affinity="precomputed", max_iter=AP_MAX_ITER, random_state=seed)
+        labels = model.fit_predict(-distances)
+    work.charge(work.affinity_propagation(len(distances), model.n_iter_))
     if (labels < 0).any():
         log.warning("cflgt: Affinity Propagation did not converge; one cluster for all clients")
         return np.zeros(len(distances), dtype=np.int64)
@@ -93,7 +97,6 @@ class CFLGT(Method):
     """
 
     name = "cflgt"
-    description = "CFLGT: FedAvg pre-training, classifier gradient trajectories, Affinity Propagation"
     Params = CFLGTParams
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:

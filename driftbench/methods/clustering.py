@@ -15,6 +15,7 @@ from sklearn.metrics import silhouette_score
 
 from driftbench.config import require
 from driftbench.engine.batched import Params
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ProxParams
 
 DISTANCES = ("l1", "js", "l2")
@@ -35,6 +36,7 @@ class ClusterCountParams(ProxParams):
 
 def unit_vectors(vectors: np.ndarray) -> np.ndarray:
     """Vectors (along the last axis) scaled to unit L2 norm; zero vectors stay zero."""
+    work.charge(work.norms(vectors.size))
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
@@ -56,13 +58,14 @@ def as_kernel_tensor(points: np.ndarray | torch.Tensor) -> torch.Tensor:
 
 def pairwise_distances(a: torch.Tensor, b: torch.Tensor, metric: str) -> torch.Tensor:
     """Distances (len(a) x len(b)): L1, Euclidean, or Jensen-Shannon distance (base 2, in [0, 1]) between distributions."""
+    if metric not in DISTANCES:
+        raise ValueError(f"metric must be one of {DISTANCES}, got {metric!r}")
+    work.charge(work.distances(len(a), len(b), a.shape[1], metric))
     if metric == "l1":
         return torch.cdist(a, b, p=1)
     if metric == "l2":
         return torch.cdist(a, b, p=2)
-    if metric == "js":
-        return torch.cat([_js_block(a[i : i + KERNEL_CHUNK], b) for i in range(0, len(a), KERNEL_CHUNK)])
-    raise ValueError(f"metric must be one of {DISTANCES}, got {metric!r}")
+    return torch.cat([_js_block(a[i : i + KERNEL_CHUNK], b) for i in range(0, len(a), KERNEL_CHUNK)])
 
 
 def _js_block(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -74,6 +77,7 @@ def _js_block(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def cluster_centers(points: torch.Tensor, labels: np.ndarray, k: int, reducer: str = "mean") -> torch.Tensor:
     """Per-cluster mean (or coordinate-wise median) of ``points`` (k x D); NaN rows for empty clusters."""
+    work.charge(points.numel())
     index = torch.as_tensor(labels, device=points.device)
     if reducer == "mean":
         sums = torch.zeros(k, points.shape[1], dtype=points.dtype, device=points.device).index_add_(0, index, points)
@@ -125,9 +129,13 @@ def kmeans(points: np.ndarray, k: int, seed: int, restarts: int = 10) -> np.ndar
     multiply per pass (scikit-learn's blocked Cython loop ran at a fifth of the matmul rate).
     """
     if len(points) <= SEEDING_SAMPLE:
-        return KMeans(n_clusters=k, n_init=restarts, random_state=seed).fit_predict(points).astype(np.int64)
+        model = KMeans(n_clusters=k, n_init=restarts, random_state=seed)
+        labels = model.fit_predict(points).astype(np.int64)
+        work.charge(work.fitted_kmeans(model, *points.shape))
+        return labels
     rows = np.sort(np.random.default_rng([seed, 1]).choice(len(points), SEEDING_SAMPLE, replace=False))
     centers, _ = kmeans_plusplus(points[rows], k, random_state=seed)
+    work.charge(work.kmeans_plusplus(SEEDING_SAMPLE, k, points.shape[1]))
     return lloyd(as_kernel_tensor(points), as_kernel_tensor(centers))
 
 
@@ -139,6 +147,7 @@ def lloyd(points: torch.Tensor, centers: torch.Tensor, max_iter: int = 300, tol:
     for _ in range(max_iter):
         members.zero_()[torch.as_tensor(labels, device=points.device), torch.arange(len(points), device=points.device)] = 1
         counts = members.sum(1, keepdim=True)
+        work.charge(work.matmul(*members.shape, points.shape[1]))
         moved = torch.where(counts > 0, members @ points / counts.clamp_min(1), centers)  # an emptied cluster stays put
         shift, centers = float((moved - centers).pow(2).sum()), moved
         labels = _closest(points, centers)
@@ -149,6 +158,7 @@ def lloyd(points: torch.Tensor, centers: torch.Tensor, max_iter: int = 300, tol:
 
 def _closest(points: torch.Tensor, centers: torch.Tensor) -> np.ndarray:
     """Nearest center in Euclidean distance: argmin of |c|^2 - 2 x.c, one matrix multiply."""
+    work.charge(work.matmul(*points.shape, len(centers)))
     return torch.addmm(centers.pow(2).sum(1), points, centers.T, alpha=-2).argmin(1).cpu().numpy()
 
 
@@ -174,6 +184,7 @@ def kmeans_by_silhouette(
     for k in range(k_min, min(k_max, distinct, len(searched) - 1) + 1):
         labels = kmeans(searched, k, seed, restarts)
         score = silhouette_score(scored, labels, metric=scored_metric)
+        work.charge(work.silhouette(len(searched), 0 if scored_metric == "precomputed" else searched.shape[1]))
         if score > best_score:
             best, best_k, best_score = labels, k, score
     if len(rows) == len(points):
@@ -191,6 +202,7 @@ def remix_models(bank: Params, old: np.ndarray, new: np.ndarray) -> Params:
     np.add.at(weights, (new, old), 1.0)
     weights /= np.maximum(weights.sum(1, keepdims=True), 1)
     w = torch.as_tensor(weights, dtype=dtype, device=device)
+    work.charge(work.matmul(*weights.shape, work.model_parameters(bank)))
     return {n: torch.tensordot(w, p, dims=1) for n, p in bank.items()}
 
 
@@ -218,6 +230,7 @@ def flat_updates(trained: Params, bank: Params, start: np.ndarray) -> np.ndarray
     """Each participant's update (trained minus its start model), flattened to a row (float64 numpy)."""
     index = torch.as_tensor(start, device=next(iter(bank.values())).device)
     rows = [(trained[n] - bank[n][index]).reshape(len(start), -1) for n in bank]
+    work.charge(sum(r.numel() for r in rows))
     return torch.cat(rows, dim=1).double().cpu().numpy()
 
 
@@ -232,6 +245,8 @@ def principal_vectors(inputs: torch.Tensor, labels: torch.Tensor, p: int) -> np.
 
 def principal_angles(bases: torch.Tensor) -> torch.Tensor:
     """Mean principal angle in degrees between every pair of subspaces (bases: n x D x p, orthonormal columns)."""
+    n, dim, p = bases.shape
+    work.charge(n * n * (work.matmul(p, dim, p) + work.svd(p, p)))
     rows = []
     for i in range(0, len(bases), ANGLE_CHUNK):
         cosines = torch.linalg.svdvals(torch.einsum("adp,bdq->abpq", bases[i : i + ANGLE_CHUNK], bases))

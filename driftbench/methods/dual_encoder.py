@@ -15,6 +15,7 @@ from scipy.stats import rankdata
 
 from driftbench.engine.batched import Params
 from driftbench.errors import ConfigError
+from driftbench.methods import server_work as work
 
 
 def encoder_halves(params: Params, classifier: str) -> dict[str, torch.Tensor]:
@@ -59,6 +60,7 @@ def rarity_ranks(counts: np.ndarray) -> np.ndarray:
     Choice: the paper ranks present classes only; an absent class gets rank -1, i.e. a demand
     one above the rarest present class and a supply of 0.
     """
+    work.charge(work.sort(*counts.shape))
     ranks = np.full(counts.shape, -1.0)
     for i, row in enumerate(counts):
         present = row > 0
@@ -77,6 +79,7 @@ def complementarity(counts: np.ndarray, angles: np.ndarray, assignment: np.ndarr
     members = [assignment == z for z in clusters]
     demand = np.stack([demand_client[m].sum(axis=0) for m in members])
     supply = np.stack([supply_client[m].mean(axis=0) for m in members])
+    work.charge(4 * angles.size)  # clip, scale and complement each angle, then the cluster-pair means
     gamma = 1.0 - np.clip(angles, 0.0, 90.0) / 90.0
     alignment = np.stack([np.stack([gamma[np.ix_(mp, mq)].mean(axis=(0, 1)) for mq in members]) for mp in members])
     scores = np.einsum("pc,qc,pqc->pq", demand, supply, alignment)

@@ -11,7 +11,6 @@ class FedAvg(Method):
     """One global model; each round a uniform sample of clients trains it (FedProx when mu > 0 adds mu/2 ||w - w_global||^2)."""
 
     name = "fedavg"
-    description = "one global model, sample-weighted averaging; FedProx with mu > 0"
     Params = ProxParams
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:

@@ -18,6 +18,7 @@ import torch
 from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.config import require
+from driftbench.methods import server_work as work
 from driftbench.methods.base import (
     ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average, replicate,
 )
@@ -43,6 +44,7 @@ class FedCMParams(ProxParams):
 
 def path_similarity(paths: np.ndarray) -> np.ndarray:
     """Eq. 4: cosine similarity (clients x clients) of gradient paths flattened to rows (clients x steps*params)."""
+    work.charge(work.cosine_similarity(len(paths), len(paths), paths.shape[1]))
     return cosine_similarity(paths)
 
 
@@ -63,6 +65,7 @@ def modularity_local_moves(graph: nx.Graph, seed: int) -> np.ndarray:
     This is the first level of Louvain (networkx), without Louvain's later graph aggregation.
     """
     partition = next(nx.community.louvain_partitions(graph, weight="weight", resolution=1, seed=seed))
+    work.charge(work.modularity_moves(graph.number_of_edges()))
     labels = np.zeros(graph.number_of_nodes(), dtype=np.int64)
     for label, members in enumerate(sorted(partition, key=min)):
         labels[sorted(members)] = label
@@ -80,6 +83,7 @@ def migrations(updates: np.ndarray, cluster: np.ndarray, num_clusters: int, tau:
     summed = np.zeros((num_clusters, updates.shape[1]))
     np.add.at(summed, cluster, updates)
     directions = unit_vectors(summed)
+    work.charge(updates.size + work.matmul(*updates.shape, num_clusters))
     scores = unit_vectors(updates) @ directions.T
     scores[:, ~directions.any(1)] = -np.inf
     own = scores[np.arange(len(cluster)), cluster]
@@ -100,7 +104,6 @@ class FedCM(Method):
     """
 
     name = "fedcm"
-    description = "Fed-CM: gradient-path similarity, modularity clustering, migration by update angle"
     Params = FedCMParams
 
     def setup(self, ctx: RunContext) -> None:

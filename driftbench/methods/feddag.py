@@ -31,6 +31,7 @@ import torch
 
 from driftbench.config import require
 from driftbench.engine.batched import Params
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average, replicate
 from driftbench.methods.base import sample_participants
 from driftbench.methods.dual_encoder import complementarity, encoder_halves, owner_masks, top_sources
@@ -92,7 +93,6 @@ class FedDAGSingle(Method):
     """
 
     name = "feddag-single"
-    description = "FEDDAG*: clusters from fused class-wise principal angles and sparse warm-up updates (no dual encoder)"
     Params = FedDAGSingleParams
 
     def setup(self, ctx: RunContext) -> None:
@@ -164,6 +164,7 @@ class FedDAGSingle(Method):
         """Collect the finished clients' uploads, refresh the proximity matrix and cluster (all clients) or place them."""
         rows = np.flatnonzero(np.isin(self.warming, done))
         flat = torch.cat([(self.local[n][rows] - self.initial[n]).reshape(len(rows), -1) for n in self.initial], dim=1)
+        work.charge(flat.numel())
         self.sparse_updates[done] = flat[:, torch.as_tensor(self.coordinates)].double().cpu().numpy()
         p, num_classes = self.params.principal_vectors, self.ctx.num_classes
         counts, bases = split_subspaces(clients.data(done, partial(class_subspaces, num_classes=num_classes, p=p)), num_classes, p)
@@ -245,7 +246,6 @@ class FedDAG(FedDAGSingle):
     """
 
     name = "feddag"
-    description = "FEDDAG: FEDDAG* clusters + dual encoders with CC-graph-guided cross-cluster representation sharing"
     Params = FedDAGParams
 
     def setup(self, ctx: RunContext) -> None:
@@ -294,6 +294,7 @@ class FedDAG(FedDAGSingle):
         weights = torch.as_tensor(learners / learners.sum(axis=1, keepdims=True))
         second = self.second_mask
         source_index = torch.as_tensor(np.flatnonzero(self.sources.any(axis=0)))
+        work.charge(work.matmul(*learners.shape, work.model_parameters(self.clusters)))
         out = {}
         for n, p in self.clusters.items():
             mean = torch.tensordot(weights.to(p.dtype).to(p.device), p, dims=1)
@@ -306,6 +307,7 @@ class FedDAG(FedDAGSingle):
             return
         second = self.second_mask
         learners = torch.as_tensor(self.composite_learners.T.astype(np.float64))
+        work.charge(work.matmul(*learners.shape, work.model_parameters(self.clusters)))
         for n, p in self.clusters.items():
             change = (after[n] - before[n]) * second[n]
             self.clusters[n] = p + torch.tensordot(learners.to(p.dtype).to(p.device), change, dims=1)

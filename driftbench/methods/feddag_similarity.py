@@ -13,6 +13,7 @@ from scipy.optimize import minimize
 from scipy.spatial.distance import squareform
 from scipy.stats import wasserstein_distance
 
+from driftbench.methods import server_work as work
 from driftbench.methods.clustering import principal_vectors, unit_vectors
 
 LOG_OFFSET = np.e  # Eq. 5's epsilon: ln(n + e) >= 1, so a class missing on one client (n = 0) still gives a finite ratio
@@ -52,6 +53,7 @@ def class_angles(bases_a: np.ndarray, counts_a: np.ndarray, bases_b: np.ndarray,
         rows, cols = np.flatnonzero(has_a[:, c]), np.flatnonzero(has_b[:, c])
         if len(rows) and len(cols):
             ua, ub = unit_vectors(bases_a[rows, c]), unit_vectors(bases_b[cols, c])
+            work.charge(work.matmul(len(rows) * ua.shape[1], ua.shape[2], len(cols) * ub.shape[1]))
             cosine = np.abs(np.einsum("apd,bqd->abpq", ua, ub)).max(axis=(2, 3))
             out[np.ix_(rows, cols, [c])] = np.degrees(np.arccos(np.clip(cosine, 0.0, 1.0)))[..., None]
     return out
@@ -67,12 +69,14 @@ def frequency_weights(counts: np.ndarray, delta: float) -> np.ndarray:
 
 def data_distance(angles: np.ndarray, counts: np.ndarray, delta: float) -> np.ndarray:
     """Eq. 6: the class-mean of weighted class-wise angles (N x N)."""
+    work.charge(12 * angles.size)  # Eq. 5's ratios and their scaling (about 10 per entry), the weighting and the class mean
     return (angles * frequency_weights(counts, delta)).mean(axis=2)
 
 
 def gradient_angles(updates: np.ndarray) -> np.ndarray:
     """Eq. 3: angle in degrees between every pair of (sparsified) updates; 90 against a zero update."""
     unit = unit_vectors(updates)
+    work.charge(work.matmul(*updates.shape, len(updates)) + len(updates) ** 2)
     cosine = np.clip(unit @ unit.T, -1.0, 1.0)
     zero = np.linalg.norm(updates, axis=1) == 0
     cosine[zero, :] = cosine[:, zero] = 0.0
@@ -118,7 +122,9 @@ def fusion_weights(gradient: np.ndarray, data: np.ndarray, start: np.ndarray, fr
         return float(loss.detach()), weights.grad.numpy()
 
     bounds = [(0.0, 1.0) if f else (float(s), float(s)) for s, f in zip(start, free)]
-    return minimize(loss_and_grad, np.asarray(start, dtype=np.float64), jac=True, method="L-BFGS-B", bounds=bounds).x
+    result = minimize(loss_and_grad, np.asarray(start, dtype=np.float64), jac=True, method="L-BFGS-B", bounds=bounds)
+    work.charge(work.entropy_minimisation(result.nfev, len(start)))
+    return result.x
 
 
 def clustering_loss(adjacency: np.ndarray, labels: np.ndarray, lam: float, gamma: float, tau: float) -> float:
@@ -128,6 +134,7 @@ def clustering_loss(adjacency: np.ndarray, labels: np.ndarray, lam: float, gamma
     equally tight clusters, and on a planted 11-group matrix it ranks one cluster above the 11.
     """
     clusters, sizes = np.unique(labels, return_counts=True)
+    work.charge(adjacency.size)
     compact = np.mean([adjacency[np.ix_(labels == z, labels == z)].sum() / size**2 for z, size in zip(clusters, sizes)])
     floor = len(labels) / len(clusters) - gamma * sizes.std()
     degenerate = np.exp(np.maximum(0.0, floor - sizes) / tau).mean()
@@ -144,6 +151,7 @@ def cut(adjacency: np.ndarray, alpha: float) -> np.ndarray:
     if len(adjacency) < 2:
         return np.zeros(len(adjacency), dtype=np.int64)
     tree = linkage(squareform((adjacency + adjacency.T) / 2, checks=False), method="average")
+    work.charge(work.linkage(len(adjacency)))
     return first_seen_labels(fcluster(tree, alpha, criterion="distance"))
 
 
@@ -184,6 +192,7 @@ def shifted(current: np.ndarray, previous: np.ndarray, fraction: float) -> np.nd
     """
     num_classes = current.shape[1]
     support = np.arange(num_classes)
+    work.charge(work.sort(len(current), 2 * num_classes))
     flags = np.zeros(len(current), dtype=bool)
     for i, (now, before) in enumerate(zip(current, previous)):
         if now.sum() > 0 and before.sum() > 0:

@@ -10,6 +10,7 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
 from driftbench.config import require
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, replicate
 from driftbench.methods.clustering import remix_models
 
@@ -33,6 +34,7 @@ def drifted(losses: np.ndarray, assignment: np.ndarray, previous: np.ndarray, de
 
 def loss_distance(losses: np.ndarray, assignment: np.ndarray, k: int) -> np.ndarray:
     """FedDrift's cluster distance: max over the pair of how much worse each cluster's clients do on the other's model."""
+    work.charge(2 * losses.size)
     mean = np.stack([losses[assignment == c].mean(0) if (assignment == c).any() else np.full(k, np.inf) for c in range(k)])
     own = np.diag(mean)
     worse = mean - own[:, None]
@@ -52,7 +54,6 @@ class FedDrift(Method):
     """
 
     name = "feddrift"
-    description = "FedDrift: every client evaluates every cluster model; new clusters on loss increases; loss-distance merging"
     Params = FedDriftParams
 
     def setup(self, ctx: RunContext) -> None:
@@ -93,6 +94,7 @@ class FedDrift(Method):
         distance = np.nan_to_num(np.clip(distance, 0, None), posinf=1e9)
         np.fill_diagonal(distance, 0)
         groups = fcluster(linkage(squareform(distance, checks=False), method="complete"), t=self.params.delta, criterion="distance") - 1
+        work.charge(work.linkage(len(present)))
         self.relabel(present, groups.astype(np.int64))
 
     def relabel(self, present: np.ndarray, groups: np.ndarray) -> None:

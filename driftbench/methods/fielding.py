@@ -87,7 +87,6 @@ class Fielding(Method):
     """
 
     name = "fielding"
-    description = "FIELDING: drifted clients move to the nearest center; global re-clustering past an adaptive threshold"
     Params = FieldingParams
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:

@@ -7,6 +7,7 @@ from sklearn.cluster import KMeans
 from sklearn.decomposition import TruncatedSVD
 from sklearn.metrics.pairwise import cosine_similarity
 
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, TrainResult, cluster_average, replicate
 from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
 
@@ -22,7 +23,6 @@ class FlexCFL(Method):
     """
 
     name = "flexcfl"
-    description = "FlexCFL: fixed K groups by truncated-SVD update directions (cosine); drifted clients migrate"
     Params = ClusterCountParams
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
@@ -32,6 +32,7 @@ class FlexCFL(Method):
             self.assignment = decomposed_groups(directions, self.params.k, self.ctx.seed)
             k = int(self.assignment.max()) + 1
             self.models = replicate(self.ctx.init_params, k)
+            work.charge(directions.size)
             self.group_directions = np.stack([unit_vectors(directions[self.assignment == g]).mean(0) for g in range(k)])
         elif len(clients.changed):
             self.migrate(clients, np.asarray(clients.changed))
@@ -42,11 +43,13 @@ class FlexCFL(Method):
         for group in np.unique(self.assignment[changed]):
             members = changed[self.assignment[changed] == group]
             directions = -clients.gradients(members, int(group))
+            work.charge(work.cosine_similarity(len(members), len(self.group_directions), directions.shape[1]))
             self.assignment[members] = cosine_similarity(directions, self.group_directions).argmax(1)
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Average each group's participants and refresh the group directions from their updates."""
         updates = unit_vectors(flat_updates(result.params, self.models, result.plan.start_models))
+        work.charge(updates.size)
         for g in np.unique(result.plan.start_models):
             self.group_directions[g] = updates[result.plan.start_models == g].mean(0)
         self.models = cluster_average(self.models, result.params, result.plan.start_models, result.num_samples)
@@ -55,8 +58,13 @@ class FlexCFL(Method):
 def decomposed_groups(directions: np.ndarray, k: int, seed: int) -> np.ndarray:
     """k-means groups of the rows' cosine similarities to the top-k right singular vectors of the direction matrix."""
     k = min(k, len(directions))
+    work.charge(work.svd(*directions.shape))
     components = TruncatedSVD(n_components=k, algorithm="arpack" if k < min(directions.shape) else "randomized",
                               random_state=seed).fit(directions).components_
+    work.charge(work.cosine_similarity(len(directions), k, directions.shape[1]))
     features = cosine_similarity(directions, components)
-    return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(features).astype(np.int64)
+    model = KMeans(n_clusters=k, n_init=10, random_state=seed)
+    labels = model.fit_predict(features).astype(np.int64)
+    work.charge(work.fitted_kmeans(model, *features.shape))
+    return labels
 

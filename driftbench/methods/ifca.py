@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, sample_participants
 from driftbench.methods.clustering import ClusterCountParams, independent_inits
 
@@ -18,7 +19,6 @@ class IFCA(Method):
     """
 
     name = "ifca"
-    description = "IFCA: K models; each participant evaluates all K and trains the one with the lowest loss"
     Params = ClusterCountParams
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
@@ -33,4 +33,5 @@ class IFCA(Method):
 
 def best_models(losses: np.ndarray) -> np.ndarray:
     """Each row's lowest-loss model (the first on ties)."""
+    work.charge(losses.size)
     return np.argmin(losses, axis=1).astype(np.int64)

@@ -23,6 +23,7 @@ from sklearn.metrics import silhouette_score
 
 from driftbench.config import require
 from driftbench.engine.batched import Params
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, sample_participants
 from driftbench.methods.clustering import as_kernel_tensor, relabel, remix_models
 
@@ -81,6 +82,7 @@ def magnitude_masks(models: Params, names: tuple[str, ...], ratios: np.ndarray) 
     for name in names:
         p = models[name]
         flat = p.reshape(len(p), -1).abs()
+        work.charge(2 * work.sort(*flat.shape))
         ranks = flat.argsort(dim=1, stable=True).argsort(dim=1, stable=True)
         pruned = torch.as_tensor(np.rint(ratios * flat.shape[1]), device=p.device)
         out[name] = (ranks >= pruned[:, None]).to(p.dtype).view_as(p)
@@ -95,6 +97,7 @@ def mask_bits(masks: Params, names: tuple[str, ...]) -> np.ndarray:
 
 def hamming_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise Hamming distance between packed masks (number of positions that differ)."""
+    work.charge(3 * a.size)  # xor, bit count and sum per packed byte
     return np.bitwise_count(np.bitwise_xor(a, b)).sum(axis=1).astype(np.int64)
 
 
@@ -121,6 +124,7 @@ def structure_similarity(masks: np.ndarray) -> np.ndarray:
     pr_min = torch.minimum((1 - retained)[:, None], (1 - retained)[None, :])
     rr_min = torch.minimum(retained[:, None], retained[None, :])
     use_pruned = pr_min <= rr_min
+    work.charge(2 * work.matmul(len(x), length, len(x)) + x.numel())
     counts = torch.where(use_pruned, (1 - x) @ (1 - x).T, x @ x.T)
     ratio = torch.where(use_pruned, pr_min, rr_min).clamp_min(1 / length)
     return (counts / (ratio * length)).double().cpu().numpy()
@@ -136,6 +140,7 @@ def structure_clusters(similarity: np.ndarray, clusters: int) -> np.ndarray:
     if len(distance) < 2:
         return np.zeros(len(distance), dtype=np.int64)
     tree = linkage(squareform(distance, checks=False), method="average")
+    work.charge(work.linkage(len(distance)))
     if clusters:
         return relabel(fcluster(tree, clusters, criterion="maxclust"))
     best, best_score = np.zeros(len(distance), dtype=np.int64), -np.inf
@@ -144,6 +149,7 @@ def structure_clusters(similarity: np.ndarray, clusters: int) -> np.ndarray:
         if len(np.unique(labels)) < 2:
             continue
         score = silhouette_score(distance, labels, metric="precomputed")
+        work.charge(work.silhouette(len(distance)))
         if score > best_score:
             best, best_score = relabel(labels), score
     return best
@@ -162,6 +168,7 @@ def masked_average(bank: Params, trained: Params, masks: Params, cluster: np.nda
     for name, models in bank.items():
         entry = w.view((-1,) + (1,) * (models.dim() - 1)) * (masks[name] if name in masks else 1)
         entry = entry.expand_as(trained[name])
+        work.charge(2 * work.aggregation(*trained[name].reshape(len(cluster), -1).shape))  # values and weights, entry by entry
         total = torch.zeros_like(models).index_add_(0, index, entry)
         summed = torch.zeros_like(models).index_add_(0, index, trained[name] * entry)
         out[name] = torch.where(total > 0, summed / total.clamp(min=1e-30), models)
@@ -196,7 +203,6 @@ class MSCFL(Method):
     """
 
     name = "mscfl"
-    description = "MSCFL: clustering by pruning-mask structure, re-clustering when masks change faster than tau"
     Params = MSCFLParams
 
     def setup(self, ctx: RunContext) -> None:

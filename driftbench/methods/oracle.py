@@ -13,7 +13,6 @@ class Oracle(Method):
     """One model per true group; a group first seen later starts from the shared initialisation."""
 
     name = "oracle"
-    description = "cluster = ground-truth group every round (upper bound, reads the trace's truth)"
     Params = ProxParams
     oracle = True
 

@@ -10,6 +10,7 @@ import torch
 from sklearn.cluster import AgglomerativeClustering
 
 from driftbench.config import require
+from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
 from driftbench.methods.clustering import kernel_device, principal_angles, principal_vectors
 
@@ -36,7 +37,6 @@ class PACFL(Method):
     """
 
     name = "pacfl"
-    description = "PACFL: one-shot hierarchical clustering of principal angles between clients' data subspaces"
     Params = PACFLParams
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
@@ -54,5 +54,6 @@ def angle_clusters(angles: np.ndarray, threshold: float) -> np.ndarray:
     """Average-linkage hierarchical clusters of a precomputed angle matrix, merged up to ``threshold``."""
     if len(angles) < 2:
         return np.zeros(len(angles), dtype=np.int64)
+    work.charge(work.linkage(len(angles)))
     model = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average", distance_threshold=threshold)
     return model.fit_predict((angles + angles.T) / 2).astype(np.int64)

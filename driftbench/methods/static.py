@@ -27,7 +27,6 @@ class StaticClustering(Method):
     """Clusters clients once by their initial label distributions; drifted clients keep their cluster."""
 
     name = "static"
-    description = "k-means on label distributions at round 0 (K by silhouette), never re-clustered"
     Params = StaticParams
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:

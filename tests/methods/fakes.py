@@ -34,4 +34,4 @@ def context(n, participants, params=None, classes=3):
 
 def queries(side, changed=(), overhead=None, model_bytes=100):
     """ClientQueries over ``side`` with the given drifted clients."""
-    return ClientQueries(np.asarray(changed, dtype=np.int64), side, model_bytes, False, overhead if overhead is not None else Overhead())
+    return ClientQueries(np.asarray(changed, dtype=np.int64), side, model_bytes, overhead if overhead is not None else Overhead())

@@ -9,6 +9,7 @@ from driftbench.errors import ConfigError, RunError
 from driftbench.methods.base import ClientQueries, Overhead, RoundTraffic, RunContext, cluster_average, sample_participants
 from driftbench.methods.catalog import load_method
 from driftbench.methods.clustering import kmeans_by_silhouette
+from driftbench.methods import server_work
 
 
 def ctx(n=6, participants=3):
@@ -16,10 +17,10 @@ def ctx(n=6, participants=3):
 
 
 class FakeClients:
-    """Hand-made client answers: histograms and truth as given, losses = client + model, gradients of length 5."""
+    """Hand-made client answers: histograms as given, losses = client + model, gradients of length 5."""
 
-    def __init__(self, hist=None, truth=None):
-        self.hist, self.truth = hist, truth
+    def __init__(self, hist=None):
+        self.hist = hist
 
     def label_histograms(self, clients):
         return self.hist[clients]
@@ -36,12 +37,9 @@ class FakeClients:
     def inputs(self, clients, summarize):
         return np.stack([summarize(np.ones((2, 1, 2, 2)) * c, np.zeros(2)) for c in clients])
 
-    def ground_truth(self):
-        return self.truth
-
 
 def queries(hist=None, truth=None, overhead=None, model_bytes=100):
-    return ClientQueries(np.arange(0), FakeClients(hist, truth), model_bytes, truth is not None, overhead or Overhead())
+    return ClientQueries(np.arange(0), FakeClients(hist), model_bytes, overhead or Overhead(), truth=truth)
 
 
 def test_cluster_average_weights_by_samples_and_keeps_untouched_models():
@@ -102,7 +100,28 @@ def test_loss_and_gradient_queries_count_their_traffic_and_passes():
     assert q.gradients(np.array([1, 3, 4]), 2).shape == (3, 5)
     # + 3 model downloads, 3 x 5 numbers up, 3 passes
     assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (900, 84, 9)
-    assert q.seconds >= 0
+
+
+class SlowClients:
+    """Client answers that take ``cost`` seconds on a fake clock and charge server work that must not count."""
+
+    def __init__(self, clock, cost):
+        self.clock, self.cost = clock, cost
+
+    def gradients(self, clients, model):
+        self.clock[0] += self.cost
+        server_work.charge(10**6)
+        return np.ones((len(clients), 5))
+
+
+def test_queries_time_client_answers_and_keep_them_off_the_servers_count(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr("driftbench.methods.base.time.perf_counter", lambda: clock[0])
+    q = ClientQueries(np.arange(0), SlowClients(clock, 2.5), 100, Overhead())
+    with server_work.counting() as counter:
+        q.gradients(np.array([0, 1]), 0)
+        q.gradients(np.array([2]), 0)
+    assert q.seconds == 5.0 and counter.flops == 0
 
 
 def test_feature_and_data_queries_upload_only_the_client_summaries():
@@ -136,7 +155,7 @@ def test_fedprox_is_fedavg_with_mu_and_overrides_are_checked():
 
 def test_round_traffic_gets_each_clients_share_for_the_clock():
     traffic = RoundTraffic.empty(5)
-    q = ClientQueries(np.arange(0), FakeClients(np.ones((5, 3))), 100, False, Overhead(), traffic)
+    q = ClientQueries(np.arange(0), FakeClients(np.ones((5, 3))), 100, Overhead(), traffic)
     q.label_histograms(np.array([0, 4]))
     q.losses(np.array([4]), np.array([0, 1, 2]), trains_one=True)
     q.gradients(np.array([2]), 0)

@@ -77,7 +77,7 @@ def test_cflgt_clusters_once_after_pretraining_unless_asked_to_recluster():
         clients = Forces([0, 1, 0, 1, 1, 0])
         overhead = Overhead()
         for rnd in range(7):
-            plan = method.plan(rnd, ClientQueries(np.arange(0), clients, 100, False, overhead), np.random.default_rng(rnd))
+            plan = method.plan(rnd, ClientQueries(np.arange(0), clients, 100, overhead), np.random.default_rng(rnd))
             assert np.array_equal(plan.start_models, method.assignment[plan.participants])
             if rnd < 2:
                 assert method.num_models == 1 and not clients.calls
