@@ -5,7 +5,7 @@ Run: pytest benchmarks   (each ratio is checked against thresholds.json and kept
 
 import pytest
 
-from driftbench.engine.workload import Workload
+from driftbench.bench.workload import Workload
 
 WORKLOADS = {
     "lenet5-3x32x32-10clients": dict(model="lenet5", input_shape=(3, 32, 32), clients=10, steps=10, batch=50),

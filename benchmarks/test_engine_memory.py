@@ -12,7 +12,7 @@ PEAK_RSS_RATIO = 1.2  # the engine may use at most this multiple of the plain lo
 
 ROUND = """
 import json, resource, sys
-from driftbench.engine.workload import Workload
+from driftbench.bench.workload import Workload
 workload = Workload("lenet5", (3, 32, 32), clients=100, steps=1, batch=50)
 getattr(workload, sys.argv[1])()
 print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))

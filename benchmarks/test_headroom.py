@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from driftbench.evaluation.metrics import final_accuracy, plateau_change
-from driftbench.evaluation.record import ROUNDS
-from driftbench.sweep import SweepOptions, plan_jobs, run_sweep
+from driftbench.record.metrics import final_accuracy, plateau_change
+from driftbench.record.files import ROUNDS
+from driftbench.record.schema import read_rounds
+from driftbench.runner import Execution, PoolOptions, Request, plan_jobs, run_pool
 from driftbench.traces.catalog import catalog
 
 SEEDS = [0, 1, 2]
@@ -31,7 +32,7 @@ def headroom_table(root: Path, traces: list[str]) -> pd.DataFrame:
     """Per trace, over the seeds: mean final accuracy of fedavg and oracle, their gap, its bound, and how much FedAvg's mean curve still moves."""
     rows = []
     for trace in traces:
-        curves = {m: [pd.read_csv(root / trace / m / f"seed{s}" / ROUNDS)["accuracy_mean"].to_numpy() for s in SEEDS]
+        curves = {m: [read_rounds(root / trace / m / f"seed{s}" / ROUNDS)["accuracy_mean"].to_numpy() for s in SEEDS]
                   for m in ("fedavg", "oracle")}
         fedavg, oracle = (float(np.mean([final_accuracy(c) for c in curves[m]])) for m in ("fedavg", "oracle"))
         rows.append({"trace": trace, "fedavg": fedavg, "oracle": oracle, "headroom": oracle - fedavg,
@@ -42,8 +43,9 @@ def headroom_table(root: Path, traces: list[str]) -> pd.DataFrame:
 
 def test_every_trace_leaves_room_for_clustering(tmp_path: Path) -> None:
     traces = sorted(catalog())
-    options = SweepOptions(jobs=min(2, os.cpu_count() or 1), out=tmp_path, quiet=True)
-    outcomes = run_sweep(plan_jobs({t: {} for t in traces}, ["fedavg", "oracle"], SEEDS, {}, options), options)
+    pool = PoolOptions(jobs=min(2, os.cpu_count() or 1), quiet=True)
+    request = Request({t: {} for t in traces}, ("fedavg", "oracle"), tuple(SEEDS))
+    outcomes = run_pool(plan_jobs(request, Execution(out=tmp_path, threads=pool.threads)), pool)
     failed = [f"{o.label}: {o.error}" for o in outcomes if o.state == "failed" or o.status != "ok"]
     assert not failed, "runs failed:\n" + "\n".join(failed)
     table = headroom_table(tmp_path, traces)

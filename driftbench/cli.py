@@ -7,11 +7,14 @@ import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from driftbench.config import parse_sets
 from driftbench.errors import ConfigError, DriftbenchError
 from driftbench.evaluation.tolerance import ACCURACY_TOLERANCE, ARI_TOLERANCE
+
+if TYPE_CHECKING:
+    from driftbench.record.schema import Summary
 
 log = logging.getLogger("driftbench")
 
@@ -188,8 +191,8 @@ def split_method_sets(sets: dict[str, str]) -> tuple[dict[str, str], dict[str, s
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``driftbench run``."""
-    from driftbench.comparison import run_comparison
+    """``driftbench run``: a request of one trace and one seed, executed in this process."""
+    from driftbench.runner import Execution, Request, plan_jobs, run_here
     from driftbench.scheduler import Checkpointing
 
     checkpointing = Checkpointing(args.checkpoint_every, args.resume, args.keep_checkpoint, resume_command(args.argv))
@@ -198,11 +201,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_sets["rounds"] = str(args.rounds)
     trace_sets["scale"] = args.scale
     trace_sets.update(data_root_sets(args))
-    methods = [m for item in args.method for m in item.split(",") if m]
-    summaries = run_comparison(args.trace, methods, trace_sets, method_sets, args.seed, args.device, args.out, args.target, args.quiet,
-                               checkpointing=checkpointing)
+    methods = tuple(dict.fromkeys(m for item in args.method for m in item.split(",") if m))
+    request = Request({args.trace: trace_sets}, methods, (args.seed,), method_sets)
+    execution = Execution(args.device, args.out, args.target, checkpointing, "always" if args.resume else "never", quiet=args.quiet)
+    summaries = run_here(plan_jobs(request, execution))
     print(format_table(summaries))
-    return 0 if all(s["status"] == "ok" for s in summaries) else 1
+    return 0 if all(s.status == "ok" for s in summaries) else 1
 
 
 def resume_command(argv: list[str]) -> str:
@@ -210,9 +214,9 @@ def resume_command(argv: list[str]) -> str:
     return shlex.join(["driftbench", *argv, *([] if "--resume" in argv else ["--resume"])])
 
 
-def format_table(summaries: list[dict[str, Any]]) -> str:
+def format_table(summaries: list[Summary]) -> str:
     """The comparison table printed after a run."""
-    from driftbench.comparison import table_rows
+    from driftbench.evaluation.comparison import table_rows
 
     return text_table(table_rows(summaries))
 
@@ -293,12 +297,14 @@ def seed_list(value: str) -> list[int]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``driftbench sweep``."""
-    from driftbench.sweep import SweepOptions, load_suite, outcome_table, run_sweep, sweep_jobs
+    from driftbench.runner import Execution, PoolOptions, load_suite, outcome_table, plan_jobs, run_pool, suite_request
 
-    options = SweepOptions(args.backend, args.jobs, args.address, args.cpus_per_run, args.gpus_per_run, args.device, args.out, args.quiet)
+    pool = PoolOptions(args.backend, args.jobs, args.address, args.cpus_per_run, args.gpus_per_run, args.quiet)
     trace_sets, method_sets = split_method_sets(parse_sets(args.set))
     suite = load_suite(args.suite) if args.suite else None
-    outcomes = run_sweep(sweep_jobs(suite, args.traces, args.methods, args.seeds, trace_sets, method_sets, options), options)
+    request = suite_request(suite, args.traces, args.methods, args.seeds, trace_sets, method_sets)
+    execution = Execution(args.device, args.out, threads=pool.threads)
+    outcomes = run_pool(plan_jobs(request, execution), pool)
     print(text_table(outcome_table(outcomes)))
     states = [o.state for o in outcomes]
     print(f"{states.count('ran')} ran, {states.count('skipped')} skipped (up to date), {states.count('failed')} failed")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +17,11 @@ import pandas as pd
 import pytest
 import torch
 
-from driftbench import checkpoint
+from driftbench.scheduler import checkpoint
 from driftbench.cli import main
 from driftbench.errors import RunError
-from driftbench.record.files import ROUND_COLUMNS, WALL_CLOCK_FIELDS, run_state
+from driftbench.record.files import WALL_CLOCK_FIELDS, as_json
+from driftbench.record.schema import ROUND_COLUMNS, read_summary, run_state
 from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
 from driftbench.scheduler import Checkpointing, RunSpec, Scheduler, run
 from driftbench.traces.catalog import apply_sets, generate, load_spec
@@ -106,13 +108,13 @@ def test_every_method_resumes_from_its_checkpoint_identically(implementation, tm
     """Run 6 rounds keeping the round-4 checkpoint, then drop the results (a crash) and resume from it."""
     spec = tiny(implementation, tmp_path, every=4, keep=True)
     uninterrupted = run(spec)
-    folder = Path(uninterrupted["run_dir"])
+    folder = Path(uninterrupted.run_dir)
     saved = json.loads((folder / "summary.json").read_text()), (folder / "rounds.csv").read_text()
     assert checkpoint.load(folder / "checkpoint", torch.device("cpu"))["next_round"] == 4
     (folder / "summary.json").unlink()
     assert run_state(folder) == "incomplete"
     resumed = run(tiny(implementation, tmp_path, resume=True))
-    assert deterministic(resumed) == deterministic(saved[0])
+    assert deterministic(as_json(asdict(resumed))) == deterministic(saved[0])
     rows = [pd.read_csv(io.StringIO(saved[1])), pd.read_csv(folder / "rounds.csv")]
     columns = [c for c in ROUND_COLUMNS if c not in WALL_CLOCK_FIELDS]
     pd.testing.assert_frame_equal(rows[0][columns], rows[1][columns])
@@ -121,11 +123,11 @@ def test_every_method_resumes_from_its_checkpoint_identically(implementation, tm
 
 def test_fresh_start_clears_a_previous_record_and_resume_keeps_a_complete_one(tmp_path):
     first = run(tiny("fedavg", tmp_path, keep=True, every=2))
-    folder = Path(first["run_dir"])
+    folder = Path(first.run_dir)
     assert run_state(folder) == "ok" and (folder / "checkpoint/state.pt").exists()
     written = (folder / "summary.json").stat().st_mtime_ns
     again = run(tiny("fedavg", tmp_path, resume=True))
-    assert again == json.loads((folder / "summary.json").read_text()) and again["final_accuracy"] == first["final_accuracy"]
+    assert again == read_summary(folder / "summary.json") and again.final_accuracy == first.final_accuracy
     assert (folder / "summary.json").stat().st_mtime_ns == written  # kept, not rerun
     Scheduler(tiny("fedavg", tmp_path)).begin()
     assert run_state(folder) == "incomplete"

@@ -1,6 +1,7 @@
 """Sweeps: the local pool and Ray give the same records, finished runs are skipped, failures stay isolated."""
 
 import json
+from dataclasses import asdict
 import shutil
 from pathlib import Path
 
@@ -8,8 +9,8 @@ import pytest
 
 from driftbench.cli import main
 from driftbench.errors import ConfigError
-from driftbench.record.files import WALL_CLOCK_FIELDS
-from driftbench.sweep import SweepOptions, execute, load_suite, plan_jobs, sweep_jobs
+from driftbench.record.files import WALL_CLOCK_FIELDS, as_json
+from driftbench.runner import Execution, Request, execute, load_suite, plan_jobs, suite_request
 from driftbench.traces.catalog import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,7 +20,8 @@ METHODS = ["fedavg", "oracle"]
 
 
 def comparable(summary):
-    """A summary without wall-clock fields and paths (TTA keeps its rounds)."""
+    """A summary (read back from JSON, or typed) without wall-clock fields and paths (TTA keeps its rounds)."""
+    summary = summary if isinstance(summary, dict) else as_json(asdict(summary))
     drop = set(WALL_CLOCK_FIELDS) | {"run_dir", "overhead", "time_to_accuracy"}
     tta = summary["time_to_accuracy"]
     return {**{k: v for k, v in summary.items() if k not in drop}, "tta_rounds": tta and tta["rounds"]}
@@ -49,8 +51,8 @@ def test_ray_backend_matches_local_backend_and_failures_stay_isolated(tmp_path, 
 
 
 def test_finished_runs_are_skipped_incomplete_and_changed_ones_run(tmp_path):
-    options = SweepOptions(device="cpu", out=tmp_path, quiet=True)
-    job = plan_jobs({"static": TINY}, ["fedavg"], [0], {}, options)[0]
+    options = Execution(device="cpu", out=tmp_path)
+    job = plan_jobs(Request({"static": TINY}, ("fedavg",)), options)[0]
     first = execute(job)
     assert (first.state, first.status) == ("ran", "ok")
     again = execute(job)
@@ -60,18 +62,18 @@ def test_finished_runs_are_skipped_incomplete_and_changed_ones_run(tmp_path):
     (folder / "summary.json").unlink()  # an interrupted run: config.json but no summary.json
     assert execute(job).state == "ran" and (folder / "summary.json").exists()
 
-    changed = plan_jobs({"static": {**TINY, "train.lr": "0.2"}}, ["fedavg"], [0], {}, options)[0]
+    changed = plan_jobs(Request({"static": {**TINY, "train.lr": "0.2"}}, ("fedavg",)), options)[0]
     rerun = execute(changed)
     assert rerun.state == "ran" and json.loads((folder / "config.json").read_text())["train"]["lr"] == 0.2
 
 
 def test_jobs_put_fedavg_first_and_the_ci_suite_is_valid():
-    options = SweepOptions(out=Path("unused"))
+    options = Execution(out=Path("unused"))
     suite = load_suite(REPO / "evaluation/suites/ci.toml")
-    jobs = sweep_jobs(suite, [], [], [], {}, {}, options)
+    jobs = plan_jobs(suite_request(suite, [], [], [], {}, {}), options)
     assert len(jobs) == len(suite.traces) * len(suite.methods) * len(suite.seeds)
     assert [j.method for j in jobs[: len(suite.traces)]] == ["fedavg"] * len(suite.traces)
-    only = sweep_jobs(suite, ["static"], ["fedavg"], [3], {"train.lr": "0.1"}, {}, options)
+    only = plan_jobs(suite_request(suite, ["static"], ["fedavg"], [3], {"train.lr": "0.1"}, {}), options)
     assert [(j.label, j.trace_sets["train.lr"]) for j in only] == [("static/fedavg/seed3", "0.1")]
     assert only[0].trace_sets["rounds"] == suite.traces["static"]["rounds"]
 
@@ -104,20 +106,20 @@ def test_suite_file_errors_name_the_field(tmp_path):
 
 
 def test_scale_is_accepted_and_repeated_methods_or_seeds_run_once():
-    options = SweepOptions(out=Path("unused"))
-    jobs = sweep_jobs(None, ["label-swap"], ["fedavg", "static", "fedavg"], [0, 0, 1], {"scale": "embedded"}, {}, options)
+    options = Execution(out=Path("unused"))
+    jobs = plan_jobs(suite_request(None, ["label-swap"], ["fedavg", "static", "fedavg"], [0, 0, 1], {"scale": "embedded"}, {}), options)
     assert sorted(job.label for job in jobs) == [
         "label-swap/fedavg/seed0", "label-swap/fedavg/seed1", "label-swap/static/seed0", "label-swap/static/seed1",
     ]
     with pytest.raises(ConfigError, match="scale"):
-        sweep_jobs(None, ["label-swap"], ["fedavg"], [0], {"scale": "huge"}, {}, options)
+        plan_jobs(suite_request(None, ["label-swap"], ["fedavg"], [0], {"scale": "huge"}, {}), options)
 
 
 def test_without_methods_each_trace_runs_its_own_comparison(tmp_path):
     trace_file = tmp_path / "mine.trace"
     assert main(["trace", "make", "static", "--set", "clients=4", "--set", "rounds=2", "--out", str(trace_file)]) == 0
-    options = SweepOptions(out=tmp_path)
-    jobs = sweep_jobs(None, ["label-shift", "rotation", str(trace_file)], [], [0], {}, {}, options)
+    options = Execution(out=tmp_path)
+    jobs = plan_jobs(suite_request(None, ["label-shift", "rotation", str(trace_file)], [], [0], {}, {}), options)
     expected = {(t, m) for t in ("label-shift", "rotation") for m in load_spec(t).methods}
     expected |= {(str(trace_file), m) for m in load_spec("static").methods}
     assert {(job.trace, job.method) for job in jobs} == expected

@@ -43,7 +43,7 @@ def reference_of(records: list[RunRecord]) -> dict[str, Any]:
         "driftbench_version": driftbench.__version__,
         "torch_version": torch.__version__,
         "runs": {
-            r.label: {"trace_hash": r.trace_hash, **{m: r.summary[m] for m in METRICS}} for r in records
+            r.label: {"trace_hash": r.trace_hash, **{m: getattr(r.summary, m) for m in METRICS}} for r in records
         },
     }
 
@@ -82,7 +82,7 @@ def regressions(
             problems.append(Regression(label, "run", None, None, run_problem(record, expected)))
             continue
         for metric in METRICS:
-            ref, got = expected[metric], record.summary[metric]
+            ref, got = expected[metric], getattr(record.summary, metric)
             if ref is not None and (got is None or got < ref - allowed[metric]):
                 problems.append(Regression(label, metric, ref, got, f"fell by more than {allowed[metric]}"))
     return problems
@@ -95,7 +95,7 @@ def run_problem(record: RunRecord | None, expected: dict[str, Any]) -> str:
     if record.summary is None:
         return f"{INCOMPLETE}, at {record.path}"
     if record.status != "ok":
-        return f"{record.status} at round {record.summary.get('diverged_round')}"
+        return f"{record.status} at round {record.summary.diverged_round}"
     return (f"trace changed: hash {record.trace_hash[:12]}, reference {expected['trace_hash'][:12]} "
             "(regenerate the reference if the change is intended)")
 

@@ -26,6 +26,7 @@ from driftbench.evaluation.html_page import Section, render_page
 from driftbench.record.metrics import speedup
 from driftbench.evaluation.plots import accuracy_plot, ari_plot, seed_mean_curves
 from driftbench.record.runs import INCOMPLETE, RunRecord, find_runs
+from driftbench.record.schema import Summary
 from driftbench.record.summarize import REFERENCE, summary_tta
 
 log = logging.getLogger("driftbench")
@@ -82,7 +83,7 @@ def trace_board(trace: str, records: list[RunRecord]) -> TraceBoard:
     rows.insert(0, "trace_hash", records[0].trace_hash)
     rows.insert(0, "trace", trace)
     done = [r for r in records if r.summary is not None]
-    events = [e["round"] for e in done[0].summary["recovery"]] if done else []
+    events = [e.round for e in done[0].summary.recovery] if done and done[0].summary is not None else []
     curves = seed_mean_curves(done)
     plots = {f"{trace}-accuracy.png": accuracy_plot(trace, curves, events)} if curves else {}
     ari = ari_plot(trace, curves, events)
@@ -91,30 +92,29 @@ def trace_board(trace: str, records: list[RunRecord]) -> TraceBoard:
     return TraceBoard(trace, records[0].trace_hash, rows, plots, incomplete)
 
 
-def method_row(method: str, records: list[RunRecord], reference: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def method_row(method: str, records: list[RunRecord], reference: dict[int, Summary]) -> dict[str, Any]:
     """One method's numbers over its complete runs (seeds); speed-ups against FedAvg's run of the same seed."""
-    done = [r for r in records if r.summary is not None]
-    summaries = [r.summary for r in done]
-    events = [e for s in summaries for e in s["recovery"]]
-    gains = [speedup(summary_tta(reference.get(r.seed)), summary_tta(r.summary)) for r in done]
-    accuracy = [s["final_accuracy"] for s in summaries]
+    summaries = [r.summary for r in records if r.summary is not None]
+    events = [e for s in summaries for e in s.recovery]
+    gains = [speedup(summary_tta(reference.get(s.seed)), s.time_to_accuracy) for s in summaries]
+    accuracy = [s.final_accuracy for s in summaries]
     statuses = pd.Series([r.status for r in records]).value_counts()
     return {
         "method": method,
-        "oracle": any(s.get("oracle", False) for s in summaries),
-        "seeds": len(done),
+        "oracle": any(s.oracle for s in summaries),
+        "seeds": len(summaries),
         "final_accuracy_mean": mean(accuracy),
         "final_accuracy_std": float(np.std(accuracy, ddof=1)) if len(accuracy) > 1 else None,
         "tta_speedup": geometric_mean(gains),
-        "mean_drop": mean(e["drop"] for e in events),
-        "rounds_to_recover": mean(e["rounds_to_recover"] for e in events),
-        "recovered_events": sum(e["rounds_to_recover"] is not None for e in events),
+        "mean_drop": mean(e.drop for e in events),
+        "rounds_to_recover": mean(e.rounds_to_recover for e in events),
+        "recovered_events": sum(e.rounds_to_recover is not None for e in events),
         "events": len(events),
-        "delta_permille": mean(e["delta_permille"] for e in events),
-        "ari_mean": mean(s["ari_mean"] for s in summaries),
-        "cluster_seconds": mean(s["overhead"]["cluster_seconds"] for s in summaries),
-        "overhead_bytes": mean(s["overhead"]["upload_bytes"] + s["overhead"]["download_bytes"] for s in summaries),
-        "client_extra_passes": mean(s["overhead"]["client_extra_passes"] for s in summaries),
+        "delta_permille": mean(e.delta_permille for e in events),
+        "ari_mean": mean(s.ari_mean for s in summaries),
+        "cluster_seconds": mean(s.overhead.cluster_seconds for s in summaries),
+        "overhead_bytes": mean(s.overhead.upload_bytes + s.overhead.download_bytes for s in summaries),
+        "client_extra_passes": mean(s.overhead.client_extra_passes for s in summaries),
         "runs": ", ".join(f"{n} {status}" for status, n in statuses.items()),
     }
 

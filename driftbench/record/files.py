@@ -9,23 +9,16 @@ last, so a reader never sees a half-written file or a complete run without its r
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from driftbench.atomic import atomic_write
 from driftbench.errors import RunError
 
-ROUND_COLUMNS = (
-    "round", "sim_seconds", "wall_seconds", "accuracy_mean", "accuracy_p10", "accuracy_p90", "ari",
-    "n_clusters", "cluster_seconds", "upload_bytes", "download_bytes",
-)
-# Fields measured on the wall clock (or including such a measurement); they differ between identical runs.
-WALL_CLOCK_FIELDS = ("wall_seconds", "cluster_seconds", "sim_seconds")
+# Fields measured on the wall clock; the only ones that differ between identical runs.
+WALL_CLOCK_FIELDS = ("wall_seconds", "server_wall_seconds")
 CONFIG, ROUNDS, SUMMARY, CHECKPOINT = "config.json", "rounds.csv", "summary.json", "checkpoint"
 # config.json fields that describe the environment, not the experiment; --resume may change them.
 VOLATILE_CONFIG = ("device", "git_revision", "driftbench_version", "torch_version")
@@ -57,13 +50,6 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write(path, lambda fh: fh.write(text.encode()))
 
 
-def write_rounds(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write the per-evaluation rows as CSV with the contract's columns, atomically."""
-    buffer = io.StringIO()
-    pd.DataFrame(rows, columns=list(ROUND_COLUMNS)).to_csv(buffer, index=False)
-    atomic_write(path, lambda fh: fh.write(buffer.getvalue().encode()))
-
-
 def read_json(path: Path) -> dict[str, Any]:
     """Read a JSON file of the run record; an unreadable one raises ``RunError`` naming it."""
     try:
@@ -71,14 +57,6 @@ def read_json(path: Path) -> dict[str, Any]:
             return json.load(fh)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RunError(f"{path}: unreadable run record ({exc})") from None
-
-
-def run_state(run: Path) -> str:
-    """``absent``, ``incomplete`` or the summary's status (``ok`` / ``diverged``) of a run folder."""
-    run = Path(run)
-    if (run / SUMMARY).is_file():
-        return read_json(run / SUMMARY)["status"]
-    return "incomplete" if (run / CONFIG).is_file() else "absent"
 
 
 def clear_results(run: Path) -> None:

@@ -3,36 +3,16 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.metrics import adjusted_rand_score
 
+from driftbench.record.schema import Recovery, TimeToAccuracy
+
 FINAL_FRACTION_DENOMINATOR = 10  # final accuracy averages the last tenth of evaluations
 PRE_WINDOW = 3  # evaluations averaged for the pre-drift accuracy
 RECOVERY_TOLERANCE = 0.01  # accuracy counts as recovered within this of the pre-drift level
-
-
-@dataclass(frozen=True)
-class TimeToAccuracy:
-    """The evaluation from which accuracy stays at or above a target."""
-
-    target: float
-    rounds: int
-    sim_seconds: float
-
-
-@dataclass(frozen=True)
-class Recovery:
-    """How accuracy fell and recovered around one drift event."""
-
-    round: int
-    pre: float | None
-    trough: float | None
-    drop: float | None
-    rounds_to_recover: int | None
-    delta_permille: float | None
 
 
 def final_window(n: int) -> int:

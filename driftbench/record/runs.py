@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from driftbench.errors import ConfigError
 from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, read_json, run_label
+from driftbench.record.schema import Summary, read_rounds, read_summary
 
 INCOMPLETE = "incomplete: config.json but no summary.json (crashed or still running)"
 
@@ -23,7 +23,7 @@ class RunRecord:
     trace_hash: str
     method: str
     seed: int
-    summary: dict[str, Any] | None  # None while the run is incomplete
+    summary: Summary | None  # None while the run is incomplete
 
     @property
     def label(self) -> str:
@@ -33,11 +33,11 @@ class RunRecord:
     @property
     def status(self) -> str:
         """The summary's status ("ok" | "diverged"), or "incomplete"."""
-        return self.summary["status"] if self.summary is not None else "incomplete"
+        return self.summary.status if self.summary is not None else "incomplete"
 
     def rounds(self) -> pd.DataFrame:
         """The run's rounds.csv."""
-        return pd.read_csv(self.path / ROUNDS)
+        return read_rounds(self.path / ROUNDS)
 
 
 def find_runs(root: Path) -> list[RunRecord]:
@@ -55,7 +55,7 @@ def load_record(folder: Path) -> RunRecord:
     """Read a run folder's config.json and, if present, summary.json."""
     try:
         config = read_json(folder / CONFIG)
-        summary = read_json(folder / SUMMARY) if (folder / SUMMARY).is_file() else None
+        summary = read_summary(folder / SUMMARY) if (folder / SUMMARY).is_file() else None
         return RunRecord(folder, config["trace"]["name"], config["trace"]["hash"], config["method"]["name"], int(config["seed"]), summary)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{folder}: not a readable run record ({type(exc).__name__}: {exc})") from None

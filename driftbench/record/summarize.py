@@ -1,20 +1,20 @@
-"""summary.json from a run's evaluated rounds, drift events and a time-to-accuracy target."""
+"""The results part of summary.json from a run's evaluated rounds, drift events and a time-to-accuracy target."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from driftbench.record.metrics import TimeToAccuracy, final_accuracy, final_window, recovery, time_to_accuracy
+from driftbench.record.metrics import final_accuracy, final_window, recovery, time_to_accuracy
+from driftbench.record.schema import Summary, TimeToAccuracy
 
 REFERENCE = "fedavg"  # time-to-accuracy targets and speed-ups are relative to this method
 
 
 def summarize(rows: pd.DataFrame, event_rounds: np.ndarray, method: str, target: float | None) -> dict[str, Any]:
-    """Final accuracy, time-to-accuracy, per-event recovery and ARI.
+    """Final accuracy, time-to-accuracy, per-event recovery and ARI: the ``Summary`` fields computed from the rows.
 
     Without a ``target`` the reference method (FedAvg) targets its own final accuracy and
     other methods get no time-to-accuracy. "Stays at or above the target" is judged on the
@@ -30,17 +30,15 @@ def summarize(rows: pd.DataFrame, event_rounds: np.ndarray, method: str, target:
     ari = rows["ari"].dropna()
     return {
         "final_accuracy": final,
-        "time_to_accuracy": asdict(tta) if tta else None,
+        "time_to_accuracy": tta,
         "tta_target": target,
-        "recovery": [asdict(r) for r in recovery(rows["round"].to_numpy(), acc, np.asarray(event_rounds), final)],
+        "recovery": tuple(recovery(rows["round"].to_numpy(), acc, np.asarray(event_rounds), final)),
         "ari_mean": float(ari.mean()) if len(ari) else None,
         "ari_final": float(ari.iloc[-1]) if len(ari) else None,
         "n_clusters_final": int(rows["n_clusters"].iloc[-1]),
     }
 
 
-def summary_tta(summary: dict[str, Any] | None) -> TimeToAccuracy | None:
+def summary_tta(summary: Summary | None) -> TimeToAccuracy | None:
     """A summary's time-to-accuracy; None without a summary or when the target was not reached."""
-    if summary is None or summary["time_to_accuracy"] is None:
-        return None
-    return TimeToAccuracy(**summary["time_to_accuracy"])
+    return None if summary is None else summary.time_to_accuracy

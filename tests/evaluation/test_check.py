@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from driftbench.cli import main
-from driftbench.comparison import run_comparison
+from driftbench.runner import Execution, Request, plan_jobs, run_here
 
 TINY = {"clients": "10", "rounds": "6", "train.participants": "5", "train.local_steps": "3"}
 
@@ -15,7 +15,7 @@ TINY = {"clients": "10", "rounds": "6", "train.participants": "5", "train.local_
 def runs(tmp_path_factory):
     """The static trace, tiny, FedAvg and oracle, seed 0."""
     root = tmp_path_factory.mktemp("runs")
-    run_comparison("static", ["fedavg", "oracle"], TINY, {}, 0, "cpu", root, None, True)
+    run_here(plan_jobs(Request({"static": TINY}, ("fedavg", "oracle")), Execution("cpu", root)))
     return root
 
 

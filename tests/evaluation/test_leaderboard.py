@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from driftbench.cli import main
-from driftbench.comparison import run_comparison
+from driftbench.runner import Execution, Request, plan_jobs, run_here
+from driftbench.record.schema import read_summary
 from driftbench.record.summarize import summary_tta
 from driftbench.record.metrics import speedup
 from driftbench.evaluation.leaderboard import write_leaderboard
@@ -27,7 +28,7 @@ def runs(tmp_path_factory):
     """label-swap, tiny, three methods x two seeds; oracle seed 1 left incomplete."""
     root = tmp_path_factory.mktemp("runs")
     for seed in (0, 1):
-        run_comparison("label-swap", METHODS, TINY, {}, seed, "cpu", root, None, True)
+        run_here(plan_jobs(Request({"label-swap": TINY}, tuple(METHODS), (seed,)), Execution("cpu", root)))
     (root / "label-swap/oracle/seed1/summary.json").unlink()
     return root
 
@@ -40,7 +41,7 @@ def board(runs, tmp_path_factory):
 
 
 def summary(runs, method, seed):
-    return json.loads((runs / "label-swap" / method / f"seed{seed}/summary.json").read_text())
+    return read_summary(runs / "label-swap" / method / f"seed{seed}/summary.json")
 
 
 def test_rows_rank_methods_by_mean_accuracy_over_seeds(runs, board):
@@ -49,10 +50,10 @@ def test_rows_rank_methods_by_mean_accuracy_over_seeds(runs, board):
     assert set(ranked["method"]) == {"fedavg", "static"} and list(ranked["rank"]) == [1, 2]
     assert ranked["final_accuracy_mean"].is_monotonic_decreasing and table["method"].iloc[-1] == "oracle"
     fedavg = table.set_index("method").loc["fedavg"]
-    accuracies = [summary(runs, "fedavg", s)["final_accuracy"] for s in (0, 1)]
+    accuracies = [summary(runs, "fedavg", s).final_accuracy for s in (0, 1)]
     assert fedavg["final_accuracy_mean"] == pytest.approx(np.mean(accuracies))
     assert fedavg["final_accuracy_std"] == pytest.approx(np.std(accuracies, ddof=1))
-    assert fedavg["tta_speedup"] == pytest.approx(1.0) and fedavg["events"] == 2 * len(summary(runs, "fedavg", 0)["recovery"])
+    assert fedavg["tta_speedup"] == pytest.approx(1.0) and fedavg["events"] == 2 * len(summary(runs, "fedavg", 0).recovery)
     static = table.set_index("method").loc["static"]
     gains = [speedup(summary_tta(summary(runs, "fedavg", s)), summary_tta(summary(runs, "static", s))) for s in (0, 1)]
     gains = [g for g in gains if g is not None]

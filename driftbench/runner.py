@@ -1,12 +1,16 @@
-"""Many runs (traces x methods x seeds) on a local process pool or a Ray cluster; finished runs are skipped.
+"""One path from a request to runs: a request (traces x methods x seeds, with overrides) becomes run jobs, executed in this process, on a local process pool or on Ray.
 
-A run is skipped when its ``summary.json`` exists and its ``config.json`` has the same
-resolved config hash as the run would have now, so a stopped sweep continues where it was
-(an incomplete run with the same hash resumes from its checkpoint). The hash leaves out the
-fields ``--resume`` also ignores (``VOLATILE_CONFIG``: device, git revision, versions): they
-describe the machine and checkout, not the experiment, so a sweep continued on another
-machine or after a commit keeps its finished runs. After a code change that changes
-results, sweep into a fresh ``--out`` folder.
+``driftbench run`` is a request of one trace and one seed executed in this process (SIGINT
+checkpoints, errors propagate); ``driftbench sweep`` executes the same jobs on a pool or Ray,
+where one failed run is reported and the others go on.
+
+A sweep's job resumes "matching": its run is skipped when ``summary.json`` exists and its
+``config.json`` has the same resolved config hash as the run would have now, so a stopped
+sweep continues where it was (an incomplete run with the same hash resumes from its
+checkpoint). The hash leaves out the fields ``--resume`` also ignores (``VOLATILE_CONFIG``:
+device, git revision, versions): they describe the machine and checkout, not the
+experiment, so a sweep continued on another machine or after a commit keeps its finished
+runs. After a code change that changes results, sweep into a fresh ``--out`` folder.
 """
 
 from __future__ import annotations
@@ -28,20 +32,22 @@ import torch
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from driftbench.comparison import method_overrides, reference_target
 from driftbench.config import check_keys, read_toml, require
-from driftbench.errors import ConfigError, DriftbenchError, RunError, TraceFileError
-from driftbench.record.files import CONFIG, SUMMARY, experiment_config, read_json, run_dir, run_label
-from driftbench.record.summarize import REFERENCE
-from driftbench.methods.catalog import load_method
 from driftbench.engine.device_data import resolve_device
+from driftbench.errors import ConfigError, DriftbenchError, RunError, TraceFileError
+from driftbench.methods.catalog import MethodSpec, load_method
+from driftbench.record.files import CONFIG, SUMMARY, experiment_config, read_json, run_dir, run_label
+from driftbench.record.schema import Summary, read_summary
+from driftbench.record.summarize import REFERENCE
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
 from driftbench.traces.catalog import default_methods, is_trace_file, named_spec, resolve
+from driftbench.traces.model import Trace
 
 log = logging.getLogger("driftbench")
 
 SUITE_KEYS = {"description", "traces", "methods", "seeds"}
 BACKENDS = ("local", "ray")
+RESUME = ("never", "always", "matching")  # start afresh; continue (refusing another configuration); continue when the config hash matches
 
 
 @dataclass(frozen=True)
@@ -55,21 +61,45 @@ class Suite:
 
 
 @dataclass(frozen=True)
+class Request:
+    """What to run: traces with their ``--set`` overrides, methods (empty: each trace's default comparison), seeds, method overrides."""
+
+    traces: dict[str, dict[str, str]]
+    methods: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = (0,)
+    method_sets: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How each run of a request executes: device, output root, TTA target, checkpoints, resume policy, threads."""
+
+    device: str = "auto"
+    out: Path = Path("runs")
+    target: float | None = None  # None: FedAvg's final accuracy on the same trace and seed
+    checkpointing: Checkpointing = field(default_factory=Checkpointing)
+    resume: str = "matching"
+    threads: int | None = None  # torch threads per run; None leaves torch's default
+    quiet: bool = True
+
+    def __post_init__(self) -> None:
+        require(self.resume in RESUME, f"resume policy {self.resume!r}: allowed: {', '.join(RESUME)}")
+
+
+@dataclass(frozen=True)
 class RunJob:
-    """One run of a sweep, as sent to a worker process or Ray task."""
+    """One run: a trace and its overrides, a method and its overrides, a seed, and how to execute it."""
 
     trace: str
     trace_sets: dict[str, str]
     method: str
     method_sets: dict[str, str]
     seed: int
-    device: str
-    out: Path
-    threads: int
+    execution: Execution
 
     @property
     def label(self) -> str:
-        """``<trace>/<method>/seed<k>``, the run's folder under the sweep's output root."""
+        """``<trace>/<method>/seed<k>``, the run's folder under the output root."""
         return run_label(self.trace, self.method, self.seed)
 
 
@@ -82,21 +112,19 @@ class RunOutcome:
     status: str | None  # the summary's status ("ok" | "diverged"); None when the run failed
     seconds: float
     error: str = ""
-    summary: dict[str, Any] | None = field(default=None, repr=False)
+    summary: Summary | None = field(default=None, repr=False)
     error_trace: str = field(default="", repr=False)  # for failures that are not driftbench's own errors (bugs)
 
 
 @dataclass(frozen=True)
-class SweepOptions:
-    """How a sweep runs: backend and its resources, device, output root, verbosity."""
+class PoolOptions:
+    """Where a sweep's runs execute: backend and its resources."""
 
     backend: str = "local"
     jobs: int | None = None  # concurrent runs (local) or CPUs of a Ray cluster started here; None = the CPU count
     address: str | None = None  # an existing Ray cluster to join
     cpus_per_run: float = 1.0
     gpus_per_run: float = 0.0
-    device: str = "auto"
-    out: Path = Path("runs")
     quiet: bool = False
 
     def __post_init__(self) -> None:
@@ -109,6 +137,13 @@ class SweepOptions:
     def workers(self) -> int:
         """Concurrent runs on this machine."""
         return self.jobs or os.cpu_count() or 1
+
+    @property
+    def threads(self) -> int:
+        """Torch threads per run, so that concurrent runs share the CPUs."""
+        if self.backend == "ray":
+            return max(1, int(self.cpus_per_run))
+        return max(1, (os.cpu_count() or 1) // self.workers)
 
 
 def load_suite(path: Path) -> Suite:
@@ -130,25 +165,22 @@ def load_suite(path: Path) -> Suite:
     )
 
 
-def sweep_jobs(
+def suite_request(
     suite: Suite | None, traces: list[str], methods: list[str], seeds: list[int],
-    trace_sets: dict[str, str], method_sets: dict[str, str], options: SweepOptions,
-) -> list[RunJob]:
-    """A suite's runs, or the command line's; traces, methods or seeds given on the command line replace the suite's.
+    trace_sets: dict[str, str], method_sets: dict[str, str],
+) -> Request:
+    """A suite's request, or the command line's; traces, methods or seeds given on the command line replace the suite's.
 
     Each trace gets the suite's overrides for it, then the command line's ``--set`` values.
-    Without methods from either, each trace runs its own default comparison (its TOML's ``methods``).
     """
     traces = traces or list(suite.traces if suite else [])
-    methods = list(dict.fromkeys(methods or (suite.methods if suite else [])))  # a repeat would share a run folder
-    seeds = list(dict.fromkeys(seeds or (suite.seeds if suite else [0])))
     require(bool(traces), "sweep: give --traces (and optionally --methods), or a --suite file")
-    per_trace = {t: {**(suite.traces.get(t, {}) if suite else {}), **trace_sets} for t in traces}
-    if methods:
-        return plan_jobs(per_trace, methods, seeds, method_sets, options)
-    jobs = [job for t, sets in per_trace.items()
-            for job in plan_jobs({t: sets}, list(default_methods(t, sets)), seeds, method_sets, options)]
-    return sorted(jobs, key=lambda job: job.method != REFERENCE)
+    return Request(
+        traces={t: {**(suite.traces.get(t, {}) if suite else {}), **trace_sets} for t in traces},
+        methods=tuple(dict.fromkeys(methods or (suite.methods if suite else []))),  # a repeat would share a run folder
+        seeds=tuple(dict.fromkeys(seeds or (suite.seeds if suite else [0]))),
+        method_sets=method_sets,
+    )
 
 
 def flat_sets(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -164,24 +196,35 @@ def flat_sets(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
-def plan_jobs(
-    traces: dict[str, dict[str, str]], methods: list[str], seeds: list[int], method_sets: dict[str, str], options: SweepOptions,
-) -> list[RunJob]:
-    """Validate the sweep and list its runs; FedAvg before the others, so their time-to-accuracy has a target."""
+def plan_jobs(request: Request, execution: Execution) -> list[RunJob]:
+    """Validate the request and list its runs, FedAvg's first so the others' time-to-accuracy has a target.
+
+    Without methods, each trace runs its own default comparison (its TOML's or trace file's ``methods``).
+    """
     stems: dict[str, str] = {}
-    for name, sets in traces.items():
+    for name, sets in request.traces.items():
         check_trace(name, sets)
         other = stems.setdefault(Path(name).stem, name)
         require(other == name, f"--traces: {other!r} and {name!r} would share the run folder {Path(name).stem!r}")
-    specs = [load_method(m) for m in methods]
-    per_method = method_overrides(specs, method_sets) if method_sets else [{} for _ in specs]
-    threads = max(1, int(options.cpus_per_run)) if options.backend == "ray" else max(1, (os.cpu_count() or 1) // options.workers)
-    out = options.out.resolve()
+    execution = replace(execution, out=execution.out.resolve())
     jobs = [
-        RunJob(str(Path(trace).resolve()) if is_trace_file(trace) else trace, sets, spec.name, msets, seed, options.device, out, threads)
-        for trace, sets in traces.items() for seed in seeds for spec, msets in zip(specs, per_method)
+        RunJob(str(Path(trace).resolve()) if is_trace_file(trace) else trace, sets, spec.name, method_sets, seed, execution)
+        for trace, sets in request.traces.items()
+        for spec, method_sets in method_configs(request.methods or default_methods(trace, sets), request.method_sets)
+        for seed in request.seeds
     ]
     return sorted(jobs, key=lambda job: job.method != REFERENCE)
+
+
+def method_configs(names: tuple[str, ...] | list[str], sets: dict[str, str]) -> list[tuple[MethodSpec, dict[str, str]]]:
+    """Each named method with its share of the ``method.KEY`` overrides; a key that no selected method has is an error."""
+    specs = [load_method(name) for name in names]
+    fields = [set(spec.params.__dataclass_fields__) for spec in specs]
+    unknown = sorted(set(sets) - set().union(*fields))
+    if unknown:
+        allowed = "; ".join(f"{spec.name}: {', '.join(sorted(f)) or '(none)'}" for spec, f in zip(specs, fields))
+        raise ConfigError(f"--set method.{unknown[0]}: no selected method has this parameter ({allowed})")
+    return [(spec, {k: v for k, v in sets.items() if k in f}) for spec, f in zip(specs, fields)]
 
 
 def check_trace(name: str, sets: dict[str, str]) -> None:
@@ -206,25 +249,51 @@ def stored_digest(folder: Path) -> str | None:
         return None
 
 
+def reference_target(out: Path, trace: Trace, method: str, seed: int) -> float | None:
+    """FedAvg's final accuracy on the same trace and seed (None for FedAvg itself, which uses its own)."""
+    if method == REFERENCE:
+        return None
+    path = run_dir(out, trace.name, REFERENCE, seed) / SUMMARY
+    if path.exists():
+        ref = read_summary(path)
+        if ref.trace_hash == trace.content_hash() and ref.status == "ok":
+            return ref.final_accuracy
+    log.info("no FedAvg run of this trace and seed under %s: time-to-accuracy not computed for %s", out, method)
+    return None
+
+
+def run_job(job: RunJob) -> RunOutcome:
+    """Execute one job in this process; errors propagate (``driftbench run``)."""
+    started = time.perf_counter()
+    ex = job.execution
+    if ex.threads is not None:
+        torch.set_num_threads(ex.threads)
+    resolved = resolve(job.trace, job.trace_sets)
+    method = load_method(job.method, job.method_sets or None)
+    target = ex.target if ex.target is not None else reference_target(ex.out, resolved.trace, method.name, job.seed)
+    spec = RunSpec(resolved.trace, resolved.pool, resolved.train, method, job.seed, ex.device, ex.out, target, ex.quiet, ex.checkpointing)
+    folder = run_dir(ex.out, resolved.trace.name, method.name, job.seed)
+    resume = ex.resume == "always" or (ex.resume == "matching" and stored_digest(folder) == config_digest(
+        run_config(spec, resolve_device(ex.device), resolved.trace.content_hash())))
+    kept = resume and (folder / SUMMARY).is_file()
+    log.info("%s %s", "keeping" if kept else "running", job.label)
+    summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)))
+    return RunOutcome(job.label, "skipped" if kept else "ran", summary.status, time.perf_counter() - started, summary=summary)
+
+
 def execute(job: RunJob) -> RunOutcome:
-    """Run one job in this process (a pool worker or a Ray task); skip or resume it when its record matches; never raises."""
-    torch.set_num_threads(job.threads)
+    """Execute one job in a pool worker or Ray task: like ``run_job``, but a failure becomes a failed outcome."""
     started = time.perf_counter()
     try:
-        resolved = resolve(job.trace, job.trace_sets)
-        method = load_method(job.method, job.method_sets or None)
-        target = reference_target(job.out, resolved.trace, method.name, job.seed)
-        spec = RunSpec(resolved.trace, resolved.pool, resolved.train, method, job.seed, job.device, job.out, target, quiet=True)
-        folder = run_dir(job.out, resolved.trace.name, method.name, job.seed)
-        same = stored_digest(folder) == config_digest(run_config(spec, resolve_device(job.device), resolved.trace.content_hash()))
-        if same and (folder / SUMMARY).is_file():
-            summary = read_json(folder / SUMMARY)
-            return RunOutcome(job.label, "skipped", summary["status"], time.perf_counter() - started, summary=summary)
-        summary = run(replace(spec, checkpointing=Checkpointing(resume=same)))
+        return run_job(job)
     except Exception as exc:  # one failed run is reported; the sweep goes on
         trace = "" if isinstance(exc, DriftbenchError) else traceback.format_exc()
         return RunOutcome(job.label, "failed", None, time.perf_counter() - started, error=one_line(exc), error_trace=trace)
-    return RunOutcome(job.label, "ran", summary["status"], time.perf_counter() - started, summary=summary)
+
+
+def run_here(jobs: list[RunJob]) -> list[Summary]:
+    """Execute the jobs one after another in this process, in order; return their summaries."""
+    return [summary for job in jobs if (summary := run_job(job).summary) is not None]
 
 
 def one_line(exc: BaseException) -> str:
@@ -244,7 +313,7 @@ class Backend(Protocol):
 class LocalBackend:
     """One run per process in a spawned process pool."""
 
-    def __init__(self, options: SweepOptions) -> None:
+    def __init__(self, options: PoolOptions) -> None:
         self.pool = ProcessPoolExecutor(options.workers, mp_context=multiprocessing.get_context("spawn"))
 
     def submit(self, job: RunJob) -> Future:
@@ -267,7 +336,7 @@ class LocalBackend:
 class RayBackend:
     """One Ray task per run, on the cluster at ``address`` or on a local cluster started here."""
 
-    def __init__(self, options: SweepOptions) -> None:
+    def __init__(self, options: PoolOptions) -> None:
         try:
             import ray
         except ImportError:
@@ -298,13 +367,13 @@ class RayBackend:
             self.ray.shutdown()
 
 
-def open_backend(options: SweepOptions) -> Backend:
+def open_backend(options: PoolOptions) -> Backend:
     """The backend ``options.backend`` names."""
     return RayBackend(options) if options.backend == "ray" else LocalBackend(options)
 
 
-def run_sweep(jobs: list[RunJob], options: SweepOptions) -> list[RunOutcome]:
-    """Run every job; a job waits for the FedAvg run of its trace and seed when the sweep has one."""
+def run_pool(jobs: list[RunJob], options: PoolOptions) -> list[RunOutcome]:
+    """Run every job on the backend; a job waits for the FedAvg run of its trace and seed when the jobs have one."""
     has_reference = {(j.trace, j.seed) for j in jobs if j.method == REFERENCE}
     waiting: dict[tuple[str, int], list[RunJob]] = {}
     ready = []

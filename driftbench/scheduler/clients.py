@@ -1,0 +1,93 @@
+"""The clients' side of a round: what they compute from their current data, with no view of ground truth.
+
+A ``RoundClients`` holds the clients' data windows (a ``ClientStream``: no groups, no drift
+events), the round's segments, the model and the method's bank; methods reach it only
+through ``ClientQueries``, which counts every answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from driftbench.engine.batched import Params
+from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
+from driftbench.engine.evaluate import DataSummary, OutputSummary, client_gradients, client_inputs, client_outputs, per_client_mean
+from driftbench.methods.base import Method
+from driftbench.traces.model import ClientStream
+from driftbench.train_config import TrainConfig
+
+Views = tuple[list[np.ndarray], np.ndarray, np.ndarray]  # windows (pool indices), label maps, rotations
+
+
+class RoundClients:
+    """Every client's current windows and transforms under the current model bank (``method.models``)."""
+
+    def __init__(
+        self, stream: ClientStream, segments: np.ndarray, pool_y: np.ndarray, model: torch.nn.Module, data: DevicePool,
+        method: Method, train: TrainConfig,
+    ) -> None:
+        self.stream, self.segments, self.pool_y = stream, segments, pool_y
+        self.model, self.data, self.method, self.train = model, data, method, train
+
+    def bank(self) -> Params:
+        """The method's model bank as it is now."""
+        return self.method.models
+
+    def views(self, clients: np.ndarray, test: bool = False) -> Views:
+        """The clients' current train (or test) windows, label maps and rotations."""
+        s, segs = self.stream, self.segments[clients]
+        windows = s.test_indices if test else s.train_indices
+        return [windows(seg) for seg in segs], s.label_maps[s.seg_map[segs]], s.seg_rotation[segs]
+
+    def window_sizes(self) -> np.ndarray:
+        """Every client's current training-window size."""
+        bounds = self.stream.seg_train[self.segments]
+        return bounds[:, 1] - bounds[:, 0]
+
+    def work(self, clients: np.ndarray, rng: np.random.Generator, local_steps: int | None = None) -> LocalWork:
+        """This round's local training for ``clients`` (``local_steps`` or the trace's): batches from their windows."""
+        windows, maps, rotations = self.views(clients)
+        steps = self.train.local_steps if local_steps is None else local_steps
+        return LocalWork(
+            clients=clients,
+            batches=batch_plan(rng, windows, steps, self.train.batch_size),
+            steps=np.full(len(clients), steps),
+            label_maps=maps,
+            rotations=rotations,
+        )
+
+    def accuracy(self, assignment: np.ndarray) -> np.ndarray:
+        """Every client's test accuracy with its assigned bank model."""
+        tests = self.views(np.arange(len(self.segments)), test=True)
+        return per_client_mean(self.model, self.data, self.bank(), assignment, *tests, "accuracy")
+
+    def label_histograms(self, clients: np.ndarray) -> np.ndarray:
+        """Label counts of the clients' current train windows after their label maps."""
+        s = self.stream
+        counts = [np.bincount(s.train_labels(seg, self.pool_y), minlength=s.num_classes) for seg in self.segments[clients]]
+        return np.stack(counts).astype(np.float64)
+
+    def losses(self, clients: np.ndarray, models: np.ndarray) -> np.ndarray:
+        """Mean train-window loss of each bank model in ``models`` on each client."""
+        windows, maps, rotations = self.views(clients)
+        columns = [
+            per_client_mean(self.model, self.data, self.bank(), np.full(len(clients), m), windows, maps, rotations, "loss")
+            for m in models
+        ]
+        return np.stack(columns, axis=1) if columns else np.zeros((len(clients), 0))
+
+    def gradients(self, clients: np.ndarray, model: int) -> np.ndarray:
+        """Flattened gradients of the clients' mean train-window loss at bank model ``model``."""
+        return client_gradients(self.model, self.data, self._model(model), *self.views(clients)).cpu().numpy()
+
+    def outputs(self, clients: np.ndarray, model: int, summarize: OutputSummary) -> np.ndarray:
+        """Stacked ``summarize(features, probs, labels)`` of each client's window under bank model ``model``."""
+        return client_outputs(self.model, self.data, self._model(model), *self.views(clients), summarize)
+
+    def inputs(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
+        """Stacked ``summarize(inputs, labels)`` of each client's window."""
+        return client_inputs(self.data, *self.views(clients), summarize)
+
+    def _model(self, index: int) -> Params:
+        return {n: p[index] for n, p in self.bank().items()}

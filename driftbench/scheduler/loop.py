@@ -1,0 +1,264 @@
+"""Replays a trace against a method: the only training loop, round by round, with checkpoints and resume."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from driftbench.engine.batched import BatchedTrainer, TrainOutput, default_chunk_size
+from driftbench.engine.clock import client_profiles
+from driftbench.engine.device_data import DevicePool, resolve_device
+from driftbench.engine.evaluate import classifier_name
+from driftbench.engine.models import build_model, forward_flops
+from driftbench.errors import RunError
+from driftbench.methods.base import ClientQueries, RoundTraffic, RunContext, TrainResult
+from driftbench.methods.server_work import counting
+from driftbench.record.files import run_dir
+from driftbench.record.metrics import adjusted_rand, mean_client_distance
+from driftbench.record.schema import SCHEMA_VERSION, RoundRow, RunOverhead, Summary
+from driftbench.record.summarize import summarize
+from driftbench.scheduler import checkpoint
+from driftbench.scheduler.clients import RoundClients
+from driftbench.scheduler.clock import RunClock
+from driftbench.scheduler.recorder import Recorder
+from driftbench.scheduler.spec import RunSpec, run_config
+
+BATCH_STREAM, METHOD_STREAM = 1, 2  # independent RNG streams derived from (seed, stream, round)
+log = logging.getLogger("driftbench")
+
+
+class RunInterrupted(RunError):
+    """SIGINT stopped a run after a round; its checkpoint is written and ``--resume`` continues it."""
+
+    exit_code = 130
+
+
+def run(spec: RunSpec) -> Summary:
+    """Replay the trace against the method, write the run record and return the summary.
+
+    With ``checkpointing.resume`` a complete run returns its stored summary and an
+    incomplete one continues from its checkpoint (from round 0 when it has none). In the
+    main thread, SIGINT finishes the current round, checkpoints and raises ``RunInterrupted``.
+    """
+    scheduler = Scheduler(spec)
+    stored = scheduler.begin()
+    if stored is not None:
+        return stored
+    rounds = tqdm(range(scheduler.next_round, spec.trace.rounds), desc=f"{spec.trace.name}/{spec.method.name}",
+                  initial=scheduler.next_round, total=spec.trace.rounds, disable=spec.quiet or not sys.stderr.isatty())
+    with SigintFlag() as sigint:
+        for rnd in rounds:
+            if not scheduler.step(rnd):
+                break
+            if sigint.raised:
+                raise scheduler.interrupted(rnd)
+            if scheduler.checkpoint_due(rnd):
+                scheduler.checkpoint(rnd + 1)
+    return scheduler.finish()
+
+
+class Scheduler:
+    """The state of one run: the method (with its model bank), the engine, the clock and the evaluated rows."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec, self.trace, self.train = spec, spec.trace, spec.train
+        self.device = resolve_device(spec.device)
+        dtype = getattr(torch, self.train.dtype)
+        self.model = build_model(self.train.model, spec.pool.input_shape, self.trace.num_classes, spec.seed, dtype).to(self.device)
+        self.data = DevicePool(spec.pool, self.device, dtype)
+        self.trainer = BatchedTrainer(self.model, self.data, default_chunk_size(self.model, self.device))
+        init = {n: p.detach().clone() for n, p in self.model.named_parameters()}
+        self.ctx = RunContext(self.trace.num_clients, self.trace.num_classes, init, self.train, spec.seed, classifier_name(self.model))
+        self.method = spec.method.create()
+        self.method.setup(self.ctx)
+        self.stream = self.trace.stream
+        self.clock = RunClock(client_profiles(self.trace.num_clients, spec.seed), forward_flops(self.model, spec.pool.input_shape),
+                              self.ctx.model_bytes)
+        out = run_dir(spec.out, spec.trace.name, spec.method.name, spec.seed)
+        self.recorder = Recorder(out, run_config(spec, self.device, self.trace.content_hash()))
+        self.rows: list[RoundRow] = []
+        self.status, self.diverged_round, self.last_round = "ok", None, 0
+        self.started = time.perf_counter()
+        self.next_round = 0
+
+    @property
+    def out(self) -> Path:
+        """The run folder."""
+        return self.recorder.out
+
+    def begin(self) -> Summary | None:
+        """Start a fresh record, or on resume check the stored configuration and restore the checkpoint.
+
+        Returns the stored summary when resuming a complete run, None when rounds remain.
+        """
+        state = self.recorder.state(self.spec.checkpointing.resume)
+        if state == "absent":
+            self.recorder.start()
+            return None
+        if state != "incomplete":
+            return self.recorder.stored_summary()
+        if checkpoint.exists(self.recorder.checkpoint_dir):
+            self.restore(checkpoint.load(self.recorder.checkpoint_dir, self.device))
+            log.info("resuming %s at round %d", self.out, self.next_round)
+        else:
+            log.info("%s has no checkpoint; --resume starts it from round 0", self.out)
+        return None
+
+    def state(self) -> dict[str, Any]:
+        """The scheduler's share of a checkpoint: clock totals, metrics so far, run status."""
+        return {
+            "clock": self.clock.state(), "rows": [asdict(r) for r in self.rows], "status": self.status, "diverged_round": self.diverged_round,
+            "last_round": self.last_round, "wall_seconds": time.perf_counter() - self.started,
+        }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Continue from a loaded checkpoint: scheduler totals, method state and global RNG states."""
+        state = saved["scheduler"]
+        self.clock.restore(state["clock"])
+        self.rows = [RoundRow(**row) for row in state["rows"]]
+        self.status, self.diverged_round, self.last_round = state["status"], state["diverged_round"], state["last_round"]
+        self.started = time.perf_counter() - state["wall_seconds"]
+        checkpoint.restore_method(self.method, saved["method"])
+        checkpoint.restore_rng(saved["rng"])
+        self.next_round = saved["next_round"]
+
+    def checkpoint_due(self, rnd: int) -> bool:
+        """Whether to checkpoint after round ``rnd`` (never after the last: the run then finishes)."""
+        every = self.spec.checkpointing.every
+        return every > 0 and (rnd + 1) % every == 0 and rnd + 1 < self.trace.rounds
+
+    def checkpoint(self, next_round: int) -> Path:
+        """Atomically write the checkpoint that resumes at ``next_round``."""
+        return checkpoint.save(self.recorder.checkpoint_dir, next_round, self.state(), self.method)
+
+    def interrupted(self, rnd: int) -> RunInterrupted:
+        """Checkpoint after round ``rnd`` and describe how to resume."""
+        path = self.checkpoint(rnd + 1)
+        command = self.spec.checkpointing.resume_command or "rerun the same command with --resume"
+        return RunInterrupted(f"interrupted after round {rnd}; checkpoint {path}; resume with: {command}")
+
+    def clients(self, segments: np.ndarray) -> RoundClients:
+        """The clients' side of the round whose segments are ``segments``."""
+        return RoundClients(self.stream, segments, self.spec.pool.y, self.model, self.data, self.method, self.train)
+
+    def step(self, rnd: int) -> bool:
+        """One round: reports, plan, local training, aggregation, clock, evaluation; False once diverged."""
+        segments = self.trace.segments_at(rnd)
+        clients = self.clients(segments)
+        traffic = RoundTraffic.empty(self.trace.num_clients)
+        truth = self.trace.seg_group[segments] if self.method.oracle else None
+        queries = ClientQueries(self.trace.changed_at(rnd), clients, self.ctx.model_bytes, self.clock.overhead, traffic, truth)
+        started = time.perf_counter()
+        with counting() as planning:
+            plan = self.method.plan(rnd, queries, np.random.default_rng([self.spec.seed, METHOD_STREAM, rnd]))
+        server_wall = time.perf_counter() - started - queries.seconds
+
+        work = clients.work(plan.participants, np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd]), plan.local_steps)
+        rows = torch.as_tensor(plan.start_models, device=self.device)
+        start = {n: p[rows] for n, p in self.method.models.items()}
+        result = self.trainer.train(start, work, self.train, plan.mu, plan.masks, plan.record)
+        self.last_round = rnd
+        if not finite(result):
+            self.status, self.diverged_round = "diverged", rnd
+            return False
+        samples = work.steps * self.train.batch_size
+        started = time.perf_counter()
+        with counting() as aggregating:
+            self.method.aggregate(rnd, TrainResult(plan, result.params, samples, result.loss.cpu().numpy(), result.path))
+        server_wall += time.perf_counter() - started
+        self.clock.advance(plan, samples, clients.window_sizes(), traffic, planning.flops + aggregating.flops, server_wall)
+        if (rnd + 1) % self.train.eval_every == 0 or rnd == self.trace.rounds - 1:
+            self.rows.append(self.evaluate(rnd, segments))
+        return True
+
+    def evaluate(self, rnd: int, segments: np.ndarray) -> RoundRow:
+        """One rounds.csv row: every client tested on its current test data with its current model."""
+        acc = self.clients(segments).accuracy(self.method.assignment)
+        truth = self.trace.seg_group[segments]
+        clock = self.clock
+        return RoundRow(
+            round=rnd,
+            sim_seconds=clock.sim_seconds,
+            wall_seconds=time.perf_counter() - self.started,
+            accuracy_mean=float(acc.mean()),
+            accuracy_p10=float(np.percentile(acc, 10)),
+            accuracy_p90=float(np.percentile(acc, 90)),
+            ari=adjusted_rand(truth, self.method.assignment) if (truth >= 0).any() else float("nan"),
+            n_clusters=int(len(np.unique(self.method.assignment))),
+            cluster_seconds=clock.server_seconds,
+            server_wall_seconds=clock.server_wall_seconds,
+            upload_bytes=clock.total_upload_bytes,
+            download_bytes=clock.total_download_bytes,
+        )
+
+    def finish(self) -> Summary:
+        """Write rounds.csv and summary.json; return the summary."""
+        wall = time.perf_counter() - self.started
+        if not self.rows:
+            self.rows.append(self.evaluate(self.last_round, self.trace.segments_at(self.last_round)))
+        table = pd.DataFrame([asdict(r) for r in self.rows])
+        final = self.clients(self.trace.segments_at(self.rows[-1].round))
+        counts = final.label_histograms(np.arange(self.trace.num_clients))
+        clock, spec, overhead = self.clock, self.spec, self.clock.overhead
+        summary = Summary(
+            schema_version=SCHEMA_VERSION,
+            trace=self.trace.name,
+            trace_hash=self.recorder.config["trace"]["hash"],
+            method=spec.method.name,
+            oracle=self.method.oracle,
+            seed=spec.seed,
+            rounds=self.trace.rounds,
+            **summarize(table, self.trace.event_round, spec.method.name, spec.target),
+            ari_reference="ground_truth" if self.trace.num_groups else None,
+            mean_client_distance_final=mean_client_distance(counts / counts.sum(1, keepdims=True), self.method.assignment),
+            overhead=RunOverhead(
+                clock.server_seconds, clock.server_wall_seconds, overhead.upload_bytes, overhead.download_bytes,
+                overhead.client_extra_passes,
+            ),
+            sim_seconds=clock.sim_seconds,
+            wall_seconds=wall,
+            status=self.status,
+            diverged_round=self.diverged_round,
+            run_dir=str(self.out),
+        )
+        self.recorder.finish(self.rows, summary, spec.checkpointing.keep)
+        return summary
+
+
+class SigintFlag:
+    """While active in the main thread, the first SIGINT sets ``raised`` instead of raising; a second one raises."""
+
+    def __init__(self) -> None:
+        self.raised = False
+        self._previous: Any = None
+
+    def __enter__(self) -> SigintFlag:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, self._handle)
+            self._previous = signal.default_int_handler if previous is None else previous
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.raised = True
+        signal.signal(signal.SIGINT, self._previous)
+
+
+def finite(result: TrainOutput) -> bool:
+    """Whether every loss and trained parameter is finite (one device sync for all of them)."""
+    checks = [torch.isfinite(result.loss).all(), *(torch.isfinite(p).all() for p in result.params.values())]
+    return bool(torch.stack(checks).all())
