@@ -15,6 +15,7 @@ runs. After a code change that changes results, sweep into a fresh ``--out`` fol
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -40,7 +41,7 @@ from driftbench.record.files import CONFIG, SUMMARY, experiment_config, read_jso
 from driftbench.record.schema import Summary, read_summary
 from driftbench.record.summarize import REFERENCE
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
-from driftbench.traces.catalog import default_methods, is_trace_file, named_spec, resolve
+from driftbench.traces.catalog import ResolvedTrace, default_methods, is_trace_file, named_spec, resolve
 from driftbench.traces.model import Trace
 
 log = logging.getLogger("driftbench")
@@ -262,13 +263,19 @@ def reference_target(out: Path, trace: Trace, method: str, seed: int) -> float |
     return None
 
 
+@functools.lru_cache(maxsize=2)
+def resolved_trace(trace: str, sets: tuple[tuple[str, str], ...]) -> ResolvedTrace:
+    """The trace, pool and settings a job names, built once per process for every method and seed that replays it."""
+    return resolve(trace, dict(sets))
+
+
 def run_job(job: RunJob) -> RunOutcome:
     """Execute one job in this process; errors propagate (``driftbench run``)."""
     started = time.perf_counter()
     ex = job.execution
     if ex.threads is not None:
         torch.set_num_threads(ex.threads)
-    resolved = resolve(job.trace, job.trace_sets)
+    resolved = resolved_trace(job.trace, tuple(sorted(job.trace_sets.items())))
     method = load_method(job.method, job.method_sets or None)
     target = ex.target if ex.target is not None else reference_target(ex.out, resolved.trace, method.name, job.seed)
     spec = RunSpec(resolved.trace, resolved.pool, resolved.train, method, job.seed, ex.device, ex.out, target, ex.quiet, ex.checkpointing)

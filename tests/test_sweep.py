@@ -11,7 +11,7 @@ from driftbench.cli import main
 from driftbench.errors import ConfigError
 from driftbench.record.files import WALL_CLOCK_FIELDS, as_json
 from driftbench.runner import Execution, Request, execute, load_suite, plan_jobs, suite_request
-from driftbench.traces.catalog import load_spec
+from driftbench.traces.catalog import load_spec, resolve
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = {"clients": "10", "rounds": "4", "train.participants": "5", "train.local_steps": "2"}
@@ -124,3 +124,13 @@ def test_without_methods_each_trace_runs_its_own_comparison(tmp_path):
     expected |= {(str(trace_file), m) for m in load_spec("static").methods}
     assert {(job.trace, job.method) for job in jobs} == expected
     assert jobs[0].method == "fedavg" and len(jobs) == len(expected)
+
+
+def test_a_run_of_several_methods_builds_its_trace_once(tmp_path, monkeypatch):
+    from driftbench import runner
+
+    built = []
+    monkeypatch.setattr(runner, "resolve", lambda trace, sets: built.append(trace) or resolve(trace, sets))
+    runner.resolved_trace.cache_clear()
+    summaries = runner.run_here(plan_jobs(Request({"static": {**TINY, "rounds": "2"}}, ("fedavg", "oracle", "static")), Execution("cpu", tmp_path)))
+    assert [s.method for s in summaries] == ["fedavg", "oracle", "static"] and built == ["static"]
