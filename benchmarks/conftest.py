@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -24,8 +24,11 @@ MEASURED = pytest.StashKey[dict]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """``--update-thresholds``."""
-    parser.addoption("--update-thresholds", action="store_true",
-                     help=f"write the measured speed ratios into {THRESHOLDS.name} instead of checking them")
+    parser.addoption(
+        "--update-thresholds",
+        action="store_true",
+        help=f"write the measured speed ratios into {THRESHOLDS.name} instead of checking them",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from driftbench.record.metrics import final_accuracy, plateau_change
 from driftbench.record.files import ROUNDS
+from driftbench.record.metrics import final_accuracy, plateau_change
 from driftbench.record.schema import read_rounds
 from driftbench.runner import Execution, PoolOptions, Request, plan_jobs, run_pool
 from driftbench.traces.catalog import catalog
@@ -32,12 +32,21 @@ def headroom_table(root: Path, traces: list[str]) -> pd.DataFrame:
     """Per trace, over the seeds: mean final accuracy of fedavg and oracle, their gap, its bound, and how much FedAvg's mean curve still moves."""
     rows = []
     for trace in traces:
-        curves = {m: [read_rounds(root / trace / m / f"seed{s}" / ROUNDS)["accuracy_mean"].to_numpy() for s in SEEDS]
-                  for m in ("fedavg", "oracle")}
+        curves = {
+            m: [read_rounds(root / trace / m / f"seed{s}" / ROUNDS)["accuracy_mean"].to_numpy() for s in SEEDS]
+            for m in ("fedavg", "oracle")
+        }
         fedavg, oracle = (float(np.mean([final_accuracy(c) for c in curves[m]])) for m in ("fedavg", "oracle"))
-        rows.append({"trace": trace, "fedavg": fedavg, "oracle": oracle, "headroom": oracle - fedavg,
-                     "bound": BOUNDS.get(trace, DEFAULT_BOUND),
-                     "fedavg_plateau_change": plateau_change(np.mean(curves["fedavg"], axis=0))})
+        rows.append(
+            {
+                "trace": trace,
+                "fedavg": fedavg,
+                "oracle": oracle,
+                "headroom": oracle - fedavg,
+                "bound": BOUNDS.get(trace, DEFAULT_BOUND),
+                "fedavg_plateau_change": plateau_change(np.mean(curves["fedavg"], axis=0)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -51,7 +60,6 @@ def test_every_trace_leaves_room_for_clustering(tmp_path: Path) -> None:
     table = headroom_table(tmp_path, traces)
     print("\n" + table.to_string(index=False, float_format="%.3f"))
     short = table[(table.headroom < table.bound) | (table.fedavg_plateau_change >= PLATEAU)]
-    assert short.empty, (
-        f"oracle - fedavg below its bound, or FedAvg not plateaued (change >= {PLATEAU}):\n"
-        + table.to_string(index=False, float_format="%.3f")
+    assert short.empty, f"oracle - fedavg below its bound, or FedAvg not plateaued (change >= {PLATEAU}):\n" + table.to_string(
+        index=False, float_format="%.3f"
     )

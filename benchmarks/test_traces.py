@@ -30,10 +30,12 @@ def fedscale_shaped_pool(seed: int = 0) -> Pool:
         labels.append(np.concatenate([held, rng.choice(held, size=size - len(held))]))
     test = np.repeat(np.arange(CLASSES), TEST_PER_CLASS)
     y = np.concatenate([*labels, test]).astype(np.int64)
-    meta = pd.DataFrame({
-        "client": np.concatenate([np.repeat(np.arange(CLIENTS), sizes), np.full(len(test), CLIENTS)]),
-        "split": np.where(np.arange(len(y)) < sizes.sum(), "train", "test"),
-    })
+    meta = pd.DataFrame(
+        {
+            "client": np.concatenate([np.repeat(np.arange(CLIENTS), sizes), np.full(len(test), CLIENTS)]),
+            "split": np.where(np.arange(len(y)) < sizes.sum(), "train", "test"),
+        }
+    )
     return Pool("fedscale-shaped", np.zeros((len(y), 1, 1, 1), np.uint8), y, CLASSES, meta)
 
 
@@ -62,5 +64,7 @@ def test_openimage_buckets_paper_scale(benchmark, tmp_path):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     benchmark.extra_info.update(generation_seconds=seconds, file_mb=size / 1e6, peak_mb=peak / 1e6, pool_samples=len(pool))
-    print(f"\nopenimage-buckets paper scale ({len(pool):,} pool samples): {seconds:.1f} s, file {size / 1e6:.1f} MB, "
-          f"peak traced memory {peak / 1e6:.0f} MB (traced run {traced:.1f} s)")
+    print(
+        f"\nopenimage-buckets paper scale ({len(pool):,} pool samples): {seconds:.1f} s, file {size / 1e6:.1f} MB, "
+        f"peak traced memory {peak / 1e6:.0f} MB (traced run {traced:.1f} s)"
+    )

@@ -6,8 +6,9 @@ import argparse
 import logging
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from driftbench.config import parse_sets
 from driftbench.errors import ConfigError, DriftbenchError
@@ -62,11 +63,19 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="replay a trace against methods and write run records",
-                         description="Replay a trace against one or more methods; writes runs/<trace>/<method>/seed<k>/.")
+    run = sub.add_parser(
+        "run",
+        help="replay a trace against methods and write run records",
+        description="Replay a trace against one or more methods; writes runs/<trace>/<method>/seed<k>/.",
+    )
     run.add_argument("--trace", required=True, help="a trace name (see 'driftbench list traces') or a trace file")
-    run.add_argument("--method", action="append", default=[], metavar="NAME",
-                     help="method name, repeatable or comma-separated (default: the trace's comparison)")
+    run.add_argument(
+        "--method",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="method name, repeatable or comma-separated (default: the trace's comparison)",
+    )
     run.add_argument("--rounds", type=int, help="override the trace's number of rounds")
     run.add_argument("--seed", type=int, default=0, help="run seed: model init, sampling, batches (default 0)")
     run.add_argument("--out", type=Path, default=Path("runs"), help="root of the run records (default runs/)")
@@ -76,10 +85,14 @@ def parser() -> argparse.ArgumentParser:
     add_scale(run)
     add_data_root(run)
     run.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
-    run.add_argument("--resume", action="store_true",
-                     help="continue incomplete runs from their checkpoint; keep complete ones (the configuration must match)")
-    run.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
-                     help="checkpoint every N rounds (default 10; 0 = only on Ctrl-C)")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue incomplete runs from their checkpoint; keep complete ones (the configuration must match)",
+    )
+    run.add_argument(
+        "--checkpoint-every", type=int, default=10, metavar="N", help="checkpoint every N rounds (default 10; 0 = only on Ctrl-C)"
+    )
     run.add_argument("--keep-checkpoint", action="store_true", help="keep checkpoint/ in the run folder after the run ends")
     run.set_defaults(func=cmd_run)
 
@@ -87,7 +100,9 @@ def parser() -> argparse.ArgumentParser:
     lst.add_argument("what", choices=["traces", "methods", "sources"])
     lst.set_defaults(func=cmd_list)
 
-    trace = sub.add_parser("trace", help="make or inspect trace files").add_subparsers(dest="action", required=True, metavar="ACTION")
+    trace = sub.add_parser("trace", help="make or inspect trace files").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
     make = trace.add_parser("make", help="generate a named trace and save it as a replayable, hashed file")
     make.add_argument("name", help="trace name (see 'driftbench list traces')")
     make.add_argument("--out", type=Path, required=True, help="file to write (e.g. my.trace)")
@@ -102,15 +117,30 @@ def parser() -> argparse.ArgumentParser:
     add_data_root(show)
     show.set_defaults(func=cmd_trace_show)
 
-    sweep = sub.add_parser("sweep", help="run traces x methods x seeds on a local process pool or Ray; finished runs are skipped",
-                           description="Run every (trace, method, seed); runs whose summary.json exists with the same resolved "
-                                       "config hash are skipped, so a stopped sweep continues.")
-    sweep.add_argument("--suite", type=Path, help="a suite TOML (e.g. evaluation/suites/ci.toml): traces with overrides, methods, seeds")
+    sweep = sub.add_parser(
+        "sweep",
+        help="run traces x methods x seeds on a local process pool or Ray; finished runs are skipped",
+        description="Run every (trace, method, seed); runs whose summary.json exists with the same resolved "
+        "config hash are skipped, so a stopped sweep continues.",
+    )
+    sweep.add_argument(
+        "--suite", type=Path, help="a suite TOML (e.g. evaluation/suites/ci.toml): traces with overrides, methods, seeds"
+    )
     sweep.add_argument("--traces", type=comma_list, default=[], metavar="A,B", help="trace names or files (replace the suite's)")
-    sweep.add_argument("--methods", type=comma_list, default=[], metavar="X,Y", help="method names (replace the suite's; default: each trace's own comparison)")
+    sweep.add_argument(
+        "--methods",
+        type=comma_list,
+        default=[],
+        metavar="X,Y",
+        help="method names (replace the suite's; default: each trace's own comparison)",
+    )
     sweep.add_argument("--seeds", type=seed_list, default=[], metavar="0,1,2", help="run seeds (default: the suite's, or 0)")
-    sweep.add_argument("--backend", default="local", choices=["local", "ray"], help="local process pool or Ray tasks (default local)")
-    sweep.add_argument("--jobs", type=int, help="concurrent runs (local) or CPUs of a Ray cluster started here (default: CPU count)")
+    sweep.add_argument(
+        "--backend", default="local", choices=["local", "ray"], help="local process pool or Ray tasks (default local)"
+    )
+    sweep.add_argument(
+        "--jobs", type=int, help="concurrent runs (local) or CPUs of a Ray cluster started here (default: CPU count)"
+    )
     sweep.add_argument("--address", help="Ray: join this cluster (e.g. auto or HOST:PORT) instead of starting a local one")
     sweep.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray: CPUs per run (default 1)")
     sweep.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: GPUs per run (default 0)")
@@ -125,20 +155,31 @@ def parser() -> argparse.ArgumentParser:
     board.add_argument("--out", type=Path, required=True, help="folder for leaderboard.md, leaderboard.csv, *.png and index.html")
     board.set_defaults(func=cmd_leaderboard)
 
-    check = sub.add_parser("check", help="quality gate: compare run records with committed reference results",
-                           description="Exit 1 with a table of regressions when a reference run is missing, incomplete, "
-                                       "diverged, or its final accuracy or ARI fell by more than the tolerance.")
+    check = sub.add_parser(
+        "check",
+        help="quality gate: compare run records with committed reference results",
+        description="Exit 1 with a table of regressions when a reference run is missing, incomplete, "
+        "diverged, or its final accuracy or ARI fell by more than the tolerance.",
+    )
     check.add_argument("runs", type=Path, metavar="RUNS_DIR", help="root of the run records")
     check.add_argument("--reference", type=Path, required=True, help="reference file (e.g. evaluation/reference/ci.json)")
-    check.add_argument("--tolerance", type=float, default=ACCURACY_TOLERANCE,
-                       help=f"allowed absolute drop in final accuracy (default {ACCURACY_TOLERANCE})")
-    check.add_argument("--ari-tolerance", type=float, default=ARI_TOLERANCE,
-                       help=f"allowed absolute drop in mean ARI (default {ARI_TOLERANCE})")
-    check.add_argument("--update-reference", action="store_true", help="write the reference file from these runs instead of checking")
+    check.add_argument(
+        "--tolerance",
+        type=float,
+        default=ACCURACY_TOLERANCE,
+        help=f"allowed absolute drop in final accuracy (default {ACCURACY_TOLERANCE})",
+    )
+    check.add_argument(
+        "--ari-tolerance", type=float, default=ARI_TOLERANCE, help=f"allowed absolute drop in mean ARI (default {ARI_TOLERANCE})"
+    )
+    check.add_argument(
+        "--update-reference", action="store_true", help="write the reference file from these runs instead of checking"
+    )
     check.set_defaults(func=cmd_check)
 
     bench = sub.add_parser("bench", help="performance benchmarks on this machine").add_subparsers(
-        dest="action", required=True, metavar="ACTION")
+        dest="action", required=True, metavar="ACTION"
+    )
     engine = bench.add_parser("engine", help="batched engine vs a plain sequential per-client loop, same workload, same process")
     engine.add_argument("--model", default="lenet5", help="model name (default lenet5)")
     engine.add_argument("--clients", type=int, default=10, help="clients per round (default 10)")
@@ -151,7 +192,9 @@ def parser() -> argparse.ArgumentParser:
     engine.add_argument("--compile", action="store_true", help="torch.compile the engine's forward pass (eager fallback)")
     engine.add_argument("--json", action="store_true", help="print one JSON object")
     engine.set_defaults(func=cmd_bench_engine)
-    clustering = bench.add_parser("clustering", help="FIELDING's clustering costs (re-clustering, per-client moves, big k-means) vs the paper")
+    clustering = bench.add_parser(
+        "clustering", help="FIELDING's clustering costs (re-clustering, per-client moves, big k-means) vs the paper"
+    )
     clustering.add_argument("--clients", type=int, default=5078, help="clients with label distributions (default 5078)")
     clustering.add_argument("--classes", type=int, default=100, help="labels per distribution (default 100)")
     clustering.add_argument("--kmeans-n", type=int, default=100_000, help="k-means points (default 100000)")
@@ -169,14 +212,22 @@ def add_sets(p: argparse.ArgumentParser, keys: str) -> None:
 
 def add_scale(p: argparse.ArgumentParser) -> None:
     """Add ``--scale embedded|paper``: a named trace's offline default or its paper setup (``[scale.paper]``)."""
-    p.add_argument("--scale", default="embedded", choices=["embedded", "paper"],
-                   help="embedded: offline default (the default); paper: the paper's setup from the trace's [scale.paper]")
+    p.add_argument(
+        "--scale",
+        default="embedded",
+        choices=["embedded", "paper"],
+        help="embedded: offline default (the default); paper: the paper's setup from the trace's [scale.paper]",
+    )
 
 
 def add_data_root(p: argparse.ArgumentParser) -> None:
     """Add ``--data-root DIR``: the folder of a real source's files (sets ``source.root``)."""
-    p.add_argument("--data-root", type=Path, metavar="DIR",
-                   help="folder of a real data source's files, downloaded there when missing (default ~/.cache/driftbench/<source>)")
+    p.add_argument(
+        "--data-root",
+        type=Path,
+        metavar="DIR",
+        help="folder of a real data source's files, downloaded there when missing (default ~/.cache/driftbench/<source>)",
+    )
 
 
 def data_root_sets(args: argparse.Namespace) -> dict[str, str]:
@@ -203,7 +254,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     trace_sets.update(data_root_sets(args))
     methods = tuple(dict.fromkeys(m for item in args.method for m in item.split(",") if m))
     request = Request({args.trace: trace_sets}, methods, (args.seed,), method_sets)
-    execution = Execution(args.device, args.out, args.target, checkpointing, "always" if args.resume else "never", quiet=args.quiet)
+    execution = Execution(
+        args.device, args.out, args.target, checkpointing, "always" if args.resume else "never", quiet=args.quiet
+    )
     summaries = run_here(plan_jobs(request, execution))
     print(format_table(summaries))
     return 0 if all(s.status == "ok" for s in summaries) else 1
@@ -263,20 +316,21 @@ def cmd_trace_make(args: argparse.Namespace) -> int:
     spec = apply_sets(load_spec(args.name, args.scale), sets)
     trace, _pool = generate(spec)
     digest = save_trace(trace, args.out, spec.defaults())
-    print(f"wrote {args.out} ({spec.name}, {trace.num_clients} clients, {trace.rounds} rounds, "
-          f"{len(trace.event_round)} drift events, sha256 {digest[:12]})")
+    print(
+        f"wrote {args.out} ({spec.name}, {trace.num_clients} clients, {trace.rounds} rounds, "
+        f"{len(trace.event_round)} drift events, sha256 {digest[:12]})"
+    )
     return 0
 
 
 def cmd_trace_show(args: argparse.Namespace) -> int:
     """``driftbench trace show``."""
-    from driftbench.traces.describe import describe_trace
     from driftbench.traces.catalog import resolve
+    from driftbench.traces.describe import describe_trace
 
     resolved = resolve(args.name, {**parse_sets(args.set), "scale": args.scale, **data_root_sets(args)})
     print(describe_trace(resolved.trace, resolved.pool.y))
     return 0
-
 
 
 def comma_list(value: str) -> list[str]:
@@ -352,7 +406,9 @@ def cmd_bench_engine(args: argparse.Namespace) -> int:
 
     from driftbench.bench.engine import EngineBench, format_engine_bench, run_engine_bench
 
-    bench = EngineBench(args.model, args.clients, args.steps, args.batch, args.device, args.repeats, args.input, args.amp, args.compile)
+    bench = EngineBench(
+        args.model, args.clients, args.steps, args.batch, args.device, args.repeats, args.input, args.amp, args.compile
+    )
     result = run_engine_bench(bench)
     print(json.dumps(result) if args.json else format_engine_bench(result))
     return 0

@@ -7,8 +7,9 @@ import difflib
 import tomllib
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from driftbench.errors import ConfigError, UnknownNameError
 
@@ -146,7 +147,7 @@ def check_table(raw: Mapping[str, Any], types: Mapping[str, type], where: str) -
 def described(raw: Mapping[str, Any], path: Path, inherited: str = "") -> str:
     """A catalog TOML's one-line ``description`` (or the one its base gives it); none at all is a ConfigError."""
     description = raw.get("description") or inherited
-    require(bool(description), f"{path}: no description; add a one-line description = \"...\" (shown by driftbench list)")
+    require(bool(description), f'{path}: no description; add a one-line description = "..." (shown by driftbench list)')
     return description
 
 

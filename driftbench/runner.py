@@ -48,7 +48,11 @@ log = logging.getLogger("driftbench")
 
 SUITE_KEYS = {"description", "traces", "methods", "seeds"}
 BACKENDS = ("local", "ray")
-RESUME = ("never", "always", "matching")  # start afresh; continue (refusing another configuration); continue when the config hash matches
+RESUME = (
+    "never",
+    "always",
+    "matching",
+)  # start afresh; continue (refusing another configuration); continue when the config hash matches
 
 
 @dataclass(frozen=True)
@@ -152,12 +156,18 @@ def load_suite(path: Path) -> Suite:
     raw = read_toml(path)
     check_keys(raw, SUITE_KEYS, str(path))
     traces, methods, seeds = raw.get("traces"), raw.get("methods"), raw.get("seeds", [0])
-    require(isinstance(traces, dict) and traces and all(isinstance(t, dict) for t in traces.values()),
-            f"{path}: traces: expected one [traces.NAME] table per trace (empty tables allowed)")
-    require(isinstance(methods, list) and methods and all(isinstance(m, str) for m in methods),
-            f"{path}: methods: expected a non-empty list of method names")
-    require(isinstance(seeds, list) and seeds and all(type(s) is int and s >= 0 for s in seeds),
-            f"{path}: seeds: expected a non-empty list of integers >= 0")
+    require(
+        isinstance(traces, dict) and traces and all(isinstance(t, dict) for t in traces.values()),
+        f"{path}: traces: expected one [traces.NAME] table per trace (empty tables allowed)",
+    )
+    require(
+        isinstance(methods, list) and methods and all(isinstance(m, str) for m in methods),
+        f"{path}: methods: expected a non-empty list of method names",
+    )
+    require(
+        isinstance(seeds, list) and seeds and all(type(s) is int and s >= 0 for s in seeds),
+        f"{path}: seeds: expected a non-empty list of integers >= 0",
+    )
     return Suite(
         description=str(raw.get("description", "")),
         traces={name: flat_sets(table) for name, table in traces.items()},
@@ -167,8 +177,12 @@ def load_suite(path: Path) -> Suite:
 
 
 def suite_request(
-    suite: Suite | None, traces: list[str], methods: list[str], seeds: list[int],
-    trace_sets: dict[str, str], method_sets: dict[str, str],
+    suite: Suite | None,
+    traces: list[str],
+    methods: list[str],
+    seeds: list[int],
+    trace_sets: dict[str, str],
+    method_sets: dict[str, str],
 ) -> Request:
     """A suite's request, or the command line's; traces, methods or seeds given on the command line replace the suite's.
 
@@ -278,10 +292,14 @@ def run_job(job: RunJob) -> RunOutcome:
     resolved = resolved_trace(job.trace, tuple(sorted(job.trace_sets.items())))
     method = load_method(job.method, job.method_sets or None)
     target = ex.target if ex.target is not None else reference_target(ex.out, resolved.trace, method.name, job.seed)
-    spec = RunSpec(resolved.trace, resolved.pool, resolved.train, method, job.seed, ex.device, ex.out, target, ex.quiet, ex.checkpointing)
+    spec = RunSpec(
+        resolved.trace, resolved.pool, resolved.train, method, job.seed, ex.device, ex.out, target, ex.quiet, ex.checkpointing
+    )
     folder = run_dir(ex.out, resolved.trace.name, method.name, job.seed)
-    resume = ex.resume == "always" or (ex.resume == "matching" and stored_digest(folder) == config_digest(
-        run_config(spec, resolve_device(ex.device), resolved.trace.content_hash())))
+    resume = ex.resume == "always" or (
+        ex.resume == "matching"
+        and stored_digest(folder) == config_digest(run_config(spec, resolve_device(ex.device), resolved.trace.content_hash()))
+    )
     kept = resume and (folder / SUMMARY).is_file()
     log.info("%s %s", "keeping" if kept else "running", job.label)
     summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)))

@@ -9,7 +9,12 @@ from driftbench.traces.catalog import load_spec
 
 
 def test_default_label_swap_comparison(tmp_path, capsys):
-    assert main(["run", "--trace", "label-swap", "--method", "fedavg,static,oracle", "--seed", "0", "--out", str(tmp_path), "--quiet"]) == 0
+    assert (
+        main(
+            ["run", "--trace", "label-swap", "--method", "fedavg,static,oracle", "--seed", "0", "--out", str(tmp_path), "--quiet"]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert all(m in table for m in ("fedavg", "static", "oracle (oracle)"))
     params = load_spec("label-swap").params

@@ -10,8 +10,22 @@ from driftbench.cli import main
 from driftbench.methods import catalog as method_catalog
 from driftbench.traces import catalog as trace_catalog
 
-TINY = ["--set", "clients=6", "--set", "rounds=4", "--set", "drift_every=2", "--set", "train_samples=10",
-        "--set", "test_samples=5", "--set", "train.participants=3", "--set", "train.local_steps=1"]
+TINY = [
+    "--set",
+    "clients=6",
+    "--set",
+    "rounds=4",
+    "--set",
+    "drift_every=2",
+    "--set",
+    "train_samples=10",
+    "--set",
+    "test_samples=5",
+    "--set",
+    "train.participants=3",
+    "--set",
+    "train.local_steps=1",
+]
 
 
 def fails(args, capsys, code=2):
@@ -26,19 +40,33 @@ def fails(args, capsys, code=2):
     "args,message",
     [
         (["trace", "show", "label-swp"], "unknown trace 'label-swp' (did you mean 'label-swap'?); valid: "),
-        (["run", "--trace", "label-swap", "--method", "fedavg,statc"], "unknown method 'statc' (did you mean 'static'?); valid: "),
+        (
+            ["run", "--trace", "label-swap", "--method", "fedavg,statc"],
+            "unknown method 'statc' (did you mean 'static'?); valid: ",
+        ),
         (["trace", "show", "label-swap", "--set", "source=digit"], "unknown source 'digit' (did you mean 'digits'?); valid: "),
-        (["trace", "show", "label-swap", "--set", "colour=red"], "--set colour: unknown key for trace 'label-swap'; trace parameters: "),
+        (
+            ["trace", "show", "label-swap", "--set", "colour=red"],
+            "--set colour: unknown key for trace 'label-swap'; trace parameters: ",
+        ),
         (["trace", "show", "label-swap", "--set", "train.lr=fast"], "--set train: lr: expected float, got 'fast'"),
         (["trace", "show", "label-swap", "--set", "clients=ten"], "--set (label-swap): clients: expected int, got 'ten'"),
         (["trace", "show", "label-swap", "--set", "train.momentum=yes please"], "momentum: expected float"),
-        (["run", "--trace", "label-swap", "--method", "static", "--set", "method.k_min=two"], "--set method (static): k_min: expected int, got 'two'"),
-        (["run", "--trace", "label-swap", "--method", "fedavg", "--set", "method.speed=3"], "--set method.speed: no selected method has this parameter (fedavg: mu)"),
+        (
+            ["run", "--trace", "label-swap", "--method", "static", "--set", "method.k_min=two"],
+            "--set method (static): k_min: expected int, got 'two'",
+        ),
+        (
+            ["run", "--trace", "label-swap", "--method", "fedavg", "--set", "method.speed=3"],
+            "--set method.speed: no selected method has this parameter (fedavg: mu)",
+        ),
         (["run", "--trace", "label-swap", "--rounds", "-5"], "rounds must be >= 1, got -5"),
         (["trace", "show", "label-swap", "--set", "fraction=1.5"], "fraction must be in [0, 1], got 1.5"),
         (["trace", "show", "label-swap", "--set", "fraction=-0.1"], "fraction must be in [0, 1], got -0.1"),
-        (["run", "--trace", "label-swap", "--set", "clients=10", "--set", "train.participants=11"],
-         "train.participants must be <= the trace's 10 clients, got 11"),
+        (
+            ["run", "--trace", "label-swap", "--set", "clients=10", "--set", "train.participants=11"],
+            "train.participants must be <= the trace's 10 clients, got 11",
+        ),
         (["run", "--trace", "label-swap", "--checkpoint-every", "-1"], "--checkpoint-every must be >= 0"),
         (["run", "--trace", "label-swap", "--method", "fedprox", "--set", "method.mu=-1"], "mu must be >= 0, got -1.0"),
     ],
@@ -57,7 +85,7 @@ def test_unknown_names_keys_types_and_ranges(args, message, capsys, tmp_path):
         ("traces", 'generator = "static"\n[source]\nname = "digits"\nsize = 3\n', r"broken.toml \[source\]: unknown key 'size'"),
         ("traces", b'generator = "\xff"\n', r"broken.toml: invalid TOML: not UTF-8"),
         ("methods", 'class = "fedavg"\n[params]\nmu = "a lot"\n', r"broken.toml \[params\]: mu: expected float, got 'a lot'"),
-        ("methods", 'class = 3\n', r"broken.toml: class must be a string, got 3"),
+        ("methods", "class = 3\n", r"broken.toml: class must be a string, got 3"),
         ("methods", 'class = "fedavg"\nparams = 1\n', r"broken.toml: params must be a table, got 1"),
         ("methods", 'class = "fedavg"\n[params]\nmuu = 0.1\n', r"broken.toml \[params\]: unknown key 'muu'; allowed: mu"),
     ],
@@ -91,13 +119,16 @@ def rewrite(source, target, edit):
     return target
 
 
-@pytest.mark.parametrize("damage,message", [
-    ("truncated", r"bad.trace: not a readable trace file"),
-    ("corrupted", r"bad.trace: (not a readable trace file|content hash mismatch)"),
-    ("newer", r"bad.trace: trace format 2; this driftbench reads format 1"),
-    ("edited", r"bad.trace: content hash mismatch \(file corrupted or edited\)"),
-    ("not a trace", r"bad.trace: no header; not a driftbench trace file"),
-])
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        ("truncated", r"bad.trace: not a readable trace file"),
+        ("corrupted", r"bad.trace: (not a readable trace file|content hash mismatch)"),
+        ("newer", r"bad.trace: trace format 2; this driftbench reads format 1"),
+        ("edited", r"bad.trace: content hash mismatch \(file corrupted or edited\)"),
+        ("not a trace", r"bad.trace: no header; not a driftbench trace file"),
+    ],
+)
 def test_damaged_trace_files_are_refused(damage, message, trace_file, capsys, tmp_path):
     bad = tmp_path / "bad.trace"
     raw = trace_file.read_bytes()
@@ -105,7 +136,7 @@ def test_damaged_trace_files_are_refused(damage, message, trace_file, capsys, tm
         bad.write_bytes(raw[: len(raw) * 2 // 3])
     elif damage == "corrupted":
         middle = len(raw) // 2
-        bad.write_bytes(raw[:middle] + bytes(b ^ 0xFF for b in raw[middle:middle + 64]) + raw[middle + 64:])
+        bad.write_bytes(raw[:middle] + bytes(b ^ 0xFF for b in raw[middle : middle + 64]) + raw[middle + 64 :])
     elif damage == "newer":
         rewrite(trace_file, bad, lambda arrays, header: header.update(format=2))
     elif damage == "edited":
@@ -137,7 +168,8 @@ def test_resume_with_a_changed_configuration_names_the_first_difference(capsys, 
     capsys.readouterr()
     line = fails([*args, "--resume", "--set", "train.lr=0.5"], capsys)
     config = tmp_path / "label-swap/fedavg/seed0/config.json"
-    assert line == (f"error: --resume: {config} has train.lr = 0.05 but this run has 0.5; "
-                    "rerun with the stored settings or without --resume")
+    assert line == (
+        f"error: --resume: {config} has train.lr = 0.05 but this run has 0.5; rerun with the stored settings or without --resume"
+    )
     assert "has trace.hash = " in fails([*args, "--resume", "--set", "fraction=0.9"], capsys)
     assert main([*args, "--resume"]) == 0  # the unchanged configuration resumes (here: keeps the complete run)

@@ -14,8 +14,20 @@ from driftbench.record.schema import ROUND_COLUMNS
 from driftbench.traces import catalog as trace_catalog
 from driftbench.traces.catalog import load_spec
 
-SMALL = ["--set", "clients=12", "--set", "rounds=16", "--set", "drift_every=5", "--set", "fraction=0.5",
-         "--set", "train.participants=6", "--set", "train.local_steps=4"]
+SMALL = [
+    "--set",
+    "clients=12",
+    "--set",
+    "rounds=16",
+    "--set",
+    "drift_every=5",
+    "--set",
+    "fraction=0.5",
+    "--set",
+    "train.participants=6",
+    "--set",
+    "train.local_steps=4",
+]
 
 
 def run_cli(args, capsys):
@@ -45,7 +57,16 @@ def test_run_writes_the_record_and_prints_the_table(tmp_path, capsys):
         assert config["train"]["participants"] == 6 and config["seed"] == 0
         assert [r["round"] for r in summary["recovery"]] == [5, 10, 15]
         assert summary["status"] == "ok" and method in out
-        for key in ("final_accuracy", "time_to_accuracy", "ari_mean", "ari_final", "n_clusters_final", "overhead", "sim_seconds", "wall_seconds"):
+        for key in (
+            "final_accuracy",
+            "time_to_accuracy",
+            "ari_mean",
+            "ari_final",
+            "n_clusters_final",
+            "overhead",
+            "sim_seconds",
+            "wall_seconds",
+        ):
             assert key in summary
         assert rounds["sim_seconds"].is_monotonic_increasing and rounds["upload_bytes"].iloc[-1] > 0
     oracle = json.loads((tmp_path / "label-swap/oracle/seed0/summary.json").read_text())
@@ -87,11 +108,17 @@ def test_trace_file_replays_the_named_trace(tmp_path, capsys):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["run", "--trace", "nope"], "unknown trace 'nope'; valid: fmow-small, fmow-timeline, label-combos, label-shift, label-swap,"),
+        (
+            ["run", "--trace", "nope"],
+            "unknown trace 'nope'; valid: fmow-small, fmow-timeline, label-combos, label-shift, label-swap,",
+        ),
         (["run", "--trace", "label-swap", "--method", "fedavgg"], "did you mean 'fedavg'"),
         (["run", "--trace", "label-swap", "--set", "fraction=2"], "fraction must be in [0, 1], got 2.0"),
         (["run", "--trace", "label-swap", "--set", "oops"], "--set 'oops': expected key=value"),
-        (["run", "--trace", "label-swap", "--set", "method.colour=1"], "--set method.colour: no selected method has this parameter"),
+        (
+            ["run", "--trace", "label-swap", "--set", "method.colour=1"],
+            "--set method.colour: no selected method has this parameter",
+        ),
         (["run", "--trace", "label-swap", "--set", "source=mnistt"], "unknown source 'mnistt'"),
         (["run", "--trace", "missing.trace"], "missing.trace: no such trace file"),
         (["trace", "show", "label-swap", "--set", "train.lr=-1"], "lr must be > 0"),

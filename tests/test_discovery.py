@@ -17,7 +17,7 @@ from driftbench.traces.generators import GENERATORS, Generator, register
 from driftbench.traces.static import StaticParams, make
 from tests.test_contracts import tiny_spec
 
-METHOD_MODULE = '''
+METHOD_MODULE = """
 from driftbench.methods.base import Method, ProxParams
 
 
@@ -27,13 +27,13 @@ class Throwaway(Method):
 
     def plan(self, rnd, clients, rng):
         return self.uniform_plan(rng)
-'''
-GENERATOR_MODULE = '''
+"""
+GENERATOR_MODULE = """
 from driftbench.traces.generators import Generator, register
 from driftbench.traces.static import StaticParams, make
 
 register(Generator("throwaway", StaticParams, make))
-'''
+"""
 
 
 @pytest.fixture
@@ -99,8 +99,10 @@ def test_classes_without_a_name_of_their_own_are_not_registered():
 
 def test_two_methods_of_one_name_are_refused():
     with pytest.raises(ConfigError, match=r"driftbench.methods.fedavg.FedAvg and .*Impostor are both named 'fedavg'"):
+
         class Impostor(Method):
             name = "fedavg"
+
     assert IMPLEMENTATIONS["fedavg"] is FedAvg
 
 

@@ -55,15 +55,22 @@ def load_bytes(data: bytes) -> None:
 
 
 @FUZZ
-@given(st.one_of(st.binary(max_size=600), st.binary(max_size=600).map(lambda b: b"PK\x03\x04" + b),
-                 st.binary(max_size=300).map(lambda b: b"\x93NUMPY\x01\x00" + b)))
+@given(
+    st.one_of(
+        st.binary(max_size=600),
+        st.binary(max_size=600).map(lambda b: b"PK\x03\x04" + b),
+        st.binary(max_size=300).map(lambda b: b"\x93NUMPY\x01\x00" + b),
+    )
+)
 def test_trace_loading_on_arbitrary_bytes(data):
     load_bytes(data)
 
 
 @FUZZ
-@given(st.lists(st.tuples(st.integers(0, len(VALID_TRACE) - 1), st.integers(0, 255)), min_size=1, max_size=8),
-       st.integers(1, len(VALID_TRACE)))
+@given(
+    st.lists(st.tuples(st.integers(0, len(VALID_TRACE) - 1), st.integers(0, 255)), min_size=1, max_size=8),
+    st.integers(1, len(VALID_TRACE)),
+)
 def test_trace_loading_on_mutated_files(flips, keep):
     data = bytearray(VALID_TRACE)
     for position, value in flips:
@@ -82,9 +89,12 @@ arrays = st.sampled_from(["int64", "float32", "uint8", "bool", "<U3", "complex64
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(["format", "info", "hash", "defaults", "extra"]), json_values)
-       | json_values.map(lambda v: {"value": v}),
-       st.dictionaries(st.sampled_from(sorted(VALID_ARRAYS)), arrays, max_size=3), st.booleans())
+@given(
+    st.dictionaries(st.sampled_from(["format", "info", "hash", "defaults", "extra"]), json_values)
+    | json_values.map(lambda v: {"value": v}),
+    st.dictionaries(st.sampled_from(sorted(VALID_ARRAYS)), arrays, max_size=3),
+    st.booleans(),
+)
 def test_trace_loading_with_mutated_header_and_arrays(header_edit, array_edit, header_raw):
     header = json.loads(VALID_ARRAYS["header"].tobytes())
     header.update(header_edit)
@@ -117,10 +127,14 @@ def test_toml_parsing_on_arbitrary_input(text):
 
 bare_keys = st.from_regex(r"[a-z_]{1,10}", fullmatch=True)
 toml_values = st.recursive(
-    st.integers().map(str) | st.floats().map(repr) | st.booleans().map(lambda b: str(b).lower())
+    st.integers().map(str)
+    | st.floats().map(repr)
+    | st.booleans().map(lambda b: str(b).lower())
     | st.text(max_size=10).map(json.dumps),
-    lambda inner: st.lists(inner, max_size=3).map(lambda v: f"[{', '.join(v)}]")
-    | st.lists(st.tuples(bare_keys, inner), max_size=3).map(lambda kv: "{" + ", ".join(f"{k} = {v}" for k, v in kv) + "}"),
+    lambda inner: (
+        st.lists(inner, max_size=3).map(lambda v: f"[{', '.join(v)}]")
+        | st.lists(st.tuples(bare_keys, inner), max_size=3).map(lambda kv: "{" + ", ".join(f"{k} = {v}" for k, v in kv) + "}")
+    ),
     max_leaves=6,
 )
 line_edits = st.tuples(st.sampled_from(["value", "delete", "duplicate", "insert"]), st.integers(0, 60), toml_values, bare_keys)
@@ -143,8 +157,22 @@ def test_toml_parsing_on_mutated_shipped_files(path, edits):
     parse_catalog_entry("\n".join(lines).encode())
 
 
-set_keys = st.sampled_from(["clients", "rounds", "fraction", "concepts", "train.lr", "train.participants", "train.dtype",
-                            "train.model", "params.seed", "source", "source.classes", "seed"]) | st.text(max_size=12)
+set_keys = st.sampled_from(
+    [
+        "clients",
+        "rounds",
+        "fraction",
+        "concepts",
+        "train.lr",
+        "train.participants",
+        "train.dtype",
+        "train.model",
+        "params.seed",
+        "source",
+        "source.classes",
+        "seed",
+    ]
+) | st.text(max_size=12)
 
 
 @FUZZ

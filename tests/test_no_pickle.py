@@ -21,8 +21,14 @@ ALLOWED_UNPICKLERS = {
 }
 FORBIDDEN_MODULES = {"_pickle", "cPickle", "dill", "cloudpickle", "shelve", "joblib", "marshal"}
 FORBIDDEN_NAMES = {
-    "pickle.load", "pickle.loads", "pickle.Unpickler", "pickle._Unpickler", "pickle._load", "pickle._loads",
-    "pandas.read_pickle", "torch.serialization.load",
+    "pickle.load",
+    "pickle.loads",
+    "pickle.Unpickler",
+    "pickle._Unpickler",
+    "pickle._load",
+    "pickle._loads",
+    "pandas.read_pickle",
+    "torch.serialization.load",
 }
 FORBIDDEN_ATTRIBUTES = {"read_pickle", "to_pickle"}  # DataFrame methods and pandas functions, however reached
 
@@ -78,8 +84,9 @@ class PickleScan(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         name = self.dotted(node.func)
         required = {"torch.load": ("weights_only", True), "numpy.load": ("allow_pickle", False)}.get(name)
-        if required and not any(k.arg == required[0] and isinstance(k.value, ast.Constant) and k.value.value is required[1]
-                                for k in node.keywords):
+        if required and not any(
+            k.arg == required[0] and isinstance(k.value, ast.Constant) and k.value.value is required[1] for k in node.keywords
+        ):
             self.report(node, f"{name} without {required[0]}={required[1]}")
         self.generic_visit(node)
 

@@ -17,22 +17,47 @@ import pandas as pd
 import pytest
 import torch
 
-from driftbench.scheduler import checkpoint
 from driftbench.cli import main
 from driftbench.errors import RunError
+from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
 from driftbench.record.files import WALL_CLOCK_FIELDS, as_json
 from driftbench.record.schema import ROUND_COLUMNS, read_summary, run_state
-from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
-from driftbench.scheduler import Checkpointing, RunSpec, Scheduler, run
+from driftbench.scheduler import Checkpointing, RunSpec, Scheduler, checkpoint, run
 from driftbench.traces.catalog import apply_sets, generate, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = {"clients": "8", "rounds": "6", "drift_every": "3", "train_samples": "10", "test_samples": "5",
-        "train.participants": "4", "train.local_steps": "2"}
+TINY = {
+    "clients": "8",
+    "rounds": "6",
+    "drift_every": "3",
+    "train_samples": "10",
+    "test_samples": "5",
+    "train.participants": "4",
+    "train.local_steps": "2",
+}
 # Long enough (about 0.05 s a round) that a kill shortly after the first checkpoint lands mid-run.
-SUBPROCESS_RUN = ["run", "--trace", "label-swap", "--method", "static", "--quiet", "--checkpoint-every", "2",
-                  "--set", "clients=12", "--set", "rounds=30", "--set", "drift_every=8", "--set", "fraction=0.5",
-                  "--set", "train.participants=6", "--set", "train.local_steps=4"]
+SUBPROCESS_RUN = [
+    "run",
+    "--trace",
+    "label-swap",
+    "--method",
+    "static",
+    "--quiet",
+    "--checkpoint-every",
+    "2",
+    "--set",
+    "clients=12",
+    "--set",
+    "rounds=30",
+    "--set",
+    "drift_every=8",
+    "--set",
+    "fraction=0.5",
+    "--set",
+    "train.participants=6",
+    "--set",
+    "train.local_steps=4",
+]
 
 
 def deterministic(value):
@@ -66,8 +91,14 @@ def one_thread():
 def test_encoding_round_trips_exactly():
     state = {
         "bank": {"w": torch.arange(6, dtype=torch.float64).reshape(2, 3).t()},
-        "arrays": [np.arange(5, dtype=np.int8), np.ones((2, 0), dtype=np.float32), np.array([True, False]),
-                   np.array(["a", "bc"]), np.array(["2015-01-01"], dtype="datetime64[ns]"), np.arange(4, dtype=np.uint32)[::2]],
+        "arrays": [
+            np.arange(5, dtype=np.int8),
+            np.ones((2, 0), dtype=np.float32),
+            np.array([True, False]),
+            np.array(["a", "bc"]),
+            np.array(["2015-01-01"], dtype="datetime64[ns]"),
+            np.arange(4, dtype=np.uint32)[::2],
+        ],
         "scalars": (np.float64(0.1), np.int64(-3), 2**70, 0.5, True, None, "s"),
         "nested": {3: [(1, 2), {"k": np.float16(1.5)}]},
     }
@@ -99,8 +130,9 @@ def tiny(implementation, out, **checkpointing):
     spec = apply_sets(load_spec("label-swap"), TINY)
     trace, pool = generate(spec)
     method = MethodSpec(implementation, implementation, "", "", IMPLEMENTATIONS[implementation].Params())
-    return RunSpec(trace, pool, spec.train, method, seed=0, device="cpu", out=out, quiet=True,
-                   checkpointing=Checkpointing(**checkpointing))
+    return RunSpec(
+        trace, pool, spec.train, method, seed=0, device="cpu", out=out, quiet=True, checkpointing=Checkpointing(**checkpointing)
+    )
 
 
 @pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
@@ -136,9 +168,26 @@ def test_fresh_start_clears_a_previous_record_and_resume_keeps_a_complete_one(tm
 
 
 def test_a_diverging_run_stops_keeps_its_metrics_and_exits_non_zero(tmp_path, capsys):
-    args = ["run", "--trace", "label-swap", "--method", "fedavg,static", "--out", str(tmp_path), "--quiet",
-            "--set", "clients=8", "--set", "rounds=12", "--set", "drift_every=4", "--set", "train.participants=4",
-            "--set", "train.local_steps=2"]
+    args = [
+        "run",
+        "--trace",
+        "label-swap",
+        "--method",
+        "fedavg,static",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+        "--set",
+        "clients=8",
+        "--set",
+        "rounds=12",
+        "--set",
+        "drift_every=4",
+        "--set",
+        "train.participants=4",
+        "--set",
+        "train.local_steps=2",
+    ]
     assert main([*args, "--set", "train.lr=1e12"]) == 1
     table = capsys.readouterr().out
     assert table.count("diverged") == 2  # the comparison carries on after the first diverged run
@@ -154,8 +203,13 @@ def test_a_diverging_run_stops_keeps_its_metrics_and_exits_non_zero(tmp_path, ca
 
 def start(out: Path) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "driftbench.cli", *SUBPROCESS_RUN, "--out", str(out)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "driftbench.cli", *SUBPROCESS_RUN, "--out", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for_first_checkpoint(proc: subprocess.Popen, folder: Path) -> None:

@@ -21,11 +21,21 @@ from driftbench.scheduler.clock import RunClock
 from driftbench.traces.catalog import apply_sets, generate, load_spec
 
 WALL = ("wall_seconds", "server_wall_seconds")  # the only fields measured on the wall clock
-TINY = {"clients": "8", "rounds": "6", "drift_every": "3", "train_samples": "10", "test_samples": "5",
-        "train.participants": "4", "train.local_steps": "2"}
+TINY = {
+    "clients": "8",
+    "rounds": "6",
+    "drift_every": "3",
+    "train_samples": "10",
+    "test_samples": "5",
+    "train.participants": "4",
+    "train.local_steps": "2",
+}
 PARTICIPANTS, ROUNDS = 4, 6
 MLP_PARAMETERS = 64 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10  # the MLP on 8x8 digits
-CLUSTER_WITHIN_TINY = {"cflgt": {"pretrain_rounds": 2, "recluster_every": 2}, "cfl": {"warmup": 1}}  # else they never cluster in 6 rounds
+CLUSTER_WITHIN_TINY = {
+    "cflgt": {"pretrain_rounds": 2, "recluster_every": 2},
+    "cfl": {"warmup": 1},
+}  # else they never cluster in 6 rounds
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +108,9 @@ def test_the_clock_adds_counted_server_time_and_keeps_the_measured_one_apart():
 
 def test_server_rate_is_fieldings_kmeans_measurement():
     # FIELDING 003 appendix C: one thread, n = 1e5, d = 1e4, k = 10, 477.8 s; 10 restarts of 30 Lloyd iterations
-    assert work.kmeans(100_000, 10, 10_000, iterations=30, restarts=10) / 477.8 == pytest.approx(SERVER_FLOPS_PER_SECOND, rel=0.01)
+    assert work.kmeans(100_000, 10, 10_000, iterations=30, restarts=10) / 477.8 == pytest.approx(
+        SERVER_FLOPS_PER_SECOND, rel=0.01
+    )
 
 
 def test_cost_functions_on_known_sizes():

@@ -1,8 +1,8 @@
 """Sweeps: the local pool and Ray give the same records, finished runs are skipped, failures stay isolated."""
 
 import json
-from dataclasses import asdict
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,10 @@ def comparable(summary):
 
 
 def records(root):
-    return {str(p.parent.relative_to(root)): comparable(json.loads(p.read_text())) for p in sorted(root.glob("*/*/seed*/summary.json"))}
+    return {
+        str(p.parent.relative_to(root)): comparable(json.loads(p.read_text()))
+        for p in sorted(root.glob("*/*/seed*/summary.json"))
+    }
 
 
 def test_ray_backend_matches_local_backend_and_failures_stay_isolated(tmp_path, capsys):
@@ -39,7 +42,19 @@ def test_ray_backend_matches_local_backend_and_failures_stay_isolated(tmp_path, 
     tables = "".join(f'[traces."{t}"]\n' + "".join(f"{k} = {v}\n" for k, v in sets.items()) for t, sets in TRACES.items())
     suite.write_text(f'methods = {json.dumps(METHODS)}\nseeds = [0]\n{tables}[traces."{broken}"]\n')
     for backend in ("local", "ray"):
-        args = ["sweep", "--suite", str(suite), "--backend", backend, "--jobs", "2", "--device", "cpu", "--out", str(tmp_path / backend)]
+        args = [
+            "sweep",
+            "--suite",
+            str(suite),
+            "--backend",
+            backend,
+            "--jobs",
+            "2",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / backend),
+        ]
         assert main([*args, "--quiet"]) == 1, backend
         out = capsys.readouterr().out
         assert out.splitlines()[-1] == "4 ran, 0 skipped (up to date), 2 failed", backend
@@ -83,7 +98,10 @@ def test_jobs_put_fedavg_first_and_the_ci_suite_is_valid():
     [
         (["--traces", "label-swap", "--methods", "fedavgg"], "unknown method 'fedavgg'"),
         (["--traces", "nope", "--methods", "fedavg"], "unknown trace 'nope'"),
-        (["--traces", "static", "--methods", "fedavg", "--set", "drift_every=3"], "--set drift_every: unknown key for trace 'static'"),
+        (
+            ["--traces", "static", "--methods", "fedavg", "--set", "drift_every=3"],
+            "--set drift_every: unknown key for trace 'static'",
+        ),
         (["--traces", "static", "--methods", "fedavg", "--set", "method.tau=1"], "--set method.tau: no selected method"),
         (["--methods", "fedavg"], "give --traces (and optionally --methods), or a --suite file"),
         (["--traces", "static", "--methods", "fedavg", "--jobs", "0"], "--jobs must be >= 1, got 0"),
@@ -107,9 +125,14 @@ def test_suite_file_errors_name_the_field(tmp_path):
 
 def test_scale_is_accepted_and_repeated_methods_or_seeds_run_once():
     options = Execution(out=Path("unused"))
-    jobs = plan_jobs(suite_request(None, ["label-swap"], ["fedavg", "static", "fedavg"], [0, 0, 1], {"scale": "embedded"}, {}), options)
+    jobs = plan_jobs(
+        suite_request(None, ["label-swap"], ["fedavg", "static", "fedavg"], [0, 0, 1], {"scale": "embedded"}, {}), options
+    )
     assert sorted(job.label for job in jobs) == [
-        "label-swap/fedavg/seed0", "label-swap/fedavg/seed1", "label-swap/static/seed0", "label-swap/static/seed1",
+        "label-swap/fedavg/seed0",
+        "label-swap/fedavg/seed1",
+        "label-swap/static/seed0",
+        "label-swap/static/seed1",
     ]
     with pytest.raises(ConfigError, match="scale"):
         plan_jobs(suite_request(None, ["label-swap"], ["fedavg"], [0], {"scale": "huge"}, {}), options)
@@ -132,5 +155,7 @@ def test_a_run_of_several_methods_builds_its_trace_once(tmp_path, monkeypatch):
     built = []
     monkeypatch.setattr(runner, "resolve", lambda trace, sets: built.append(trace) or resolve(trace, sets))
     runner.resolved_trace.cache_clear()
-    summaries = runner.run_here(plan_jobs(Request({"static": {**TINY, "rounds": "2"}}, ("fedavg", "oracle", "static")), Execution("cpu", tmp_path)))
+    summaries = runner.run_here(
+        plan_jobs(Request({"static": {**TINY, "rounds": "2"}}, ("fedavg", "oracle", "static")), Execution("cpu", tmp_path))
+    )
     assert [s.method for s in summaries] == ["fedavg", "oracle", "static"] and built == ["static"]

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from driftbench.config import require
-from driftbench.train_config import TrainConfig
 from driftbench.methods.base import RunContext
 from driftbench.methods.clustering import kernel_device, kmeans
 from driftbench.methods.fielding import Fielding, FieldingParams
+from driftbench.train_config import TrainConfig
 
 # FIELDING appendix C: 5,078 clients x 100 labels; k-means n = 100,000, d = 10,000, k = 10 single-threaded
 PAPER_SECONDS = {"global_reclustering": 15.6, "per_client_adjustment": 2.0, "kmeans": 477.8}
@@ -100,8 +101,13 @@ def run_clustering_bench(sizes: ClusteringBenchSizes) -> dict[str, Any]:
     kmeans_s, labels = timed(lambda: kmeans(data, sizes.kmeans_k, sizes.seed, restarts=1))
     seconds = {"global_reclustering": recluster_s, "per_client_adjustment": adjust_s, "kmeans": kmeans_s}
     return {
-        "sizes": {"clients": sizes.clients, "classes": sizes.classes, "kmeans_n": sizes.kmeans_n,
-                  "kmeans_d": sizes.kmeans_d, "kmeans_k": sizes.kmeans_k},
+        "sizes": {
+            "clients": sizes.clients,
+            "classes": sizes.classes,
+            "kmeans_n": sizes.kmeans_n,
+            "kmeans_d": sizes.kmeans_d,
+            "kmeans_k": sizes.kmeans_k,
+        },
         "device": str(kernel_device()),
         "threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
@@ -109,8 +115,14 @@ def run_clustering_bench(sizes: ClusteringBenchSizes) -> dict[str, Any]:
         "adjustment_triggered_reclustering": triggered,
         "kmeans_clusters_found": int(len(np.unique(labels))),
         "results": [
-            {"name": name, "seconds": s, "goal_seconds": GOAL_SECONDS[name], "paper_seconds": PAPER_SECONDS[name],
-             "paper_over_ours": PAPER_SECONDS[name] / s if s > 0 else None, "meets_goal": s <= GOAL_SECONDS[name]}
+            {
+                "name": name,
+                "seconds": s,
+                "goal_seconds": GOAL_SECONDS[name],
+                "paper_seconds": PAPER_SECONDS[name],
+                "paper_over_ours": PAPER_SECONDS[name] / s if s > 0 else None,
+                "meets_goal": s <= GOAL_SECONDS[name],
+            }
             for name, s in seconds.items()
         ],
     }
@@ -126,6 +138,8 @@ def format_clustering_bench(report: dict[str, Any]) -> str:
     ]
     for r in report["results"]:
         ratio = f"{r['paper_over_ours']:.1f}x" if r["paper_over_ours"] else "-"
-        lines.append(f"{r['name']:<24} {r['seconds']:>10.4f} {r['goal_seconds']:>8g} {r['paper_seconds']:>8g} {ratio:>11}  "
-                     f"{'met' if r['meets_goal'] else 'missed'}")
+        lines.append(
+            f"{r['name']:<24} {r['seconds']:>10.4f} {r['goal_seconds']:>8g} {r['paper_seconds']:>8g} {ratio:>11}  "
+            f"{'met' if r['meets_goal'] else 'missed'}"
+        )
     return "\n".join(lines)

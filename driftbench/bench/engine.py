@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
+from driftbench.bench.workload import Workload
 from driftbench.config import require
 from driftbench.engine.batched import default_chunk_size
 from driftbench.engine.clock import PASSES_PER_TRAINING_SAMPLE
 from driftbench.engine.device_data import resolve_device
 from driftbench.engine.models import MODELS, forward_flops
-from driftbench.bench.workload import Workload
 
 INPUT_SHAPES = {"mlp": (1, 8, 8)}  # the 8x8 digits; every other model gets 3x32x32 images
 MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}
@@ -38,8 +39,10 @@ class EngineBench:
         require(self.model in MODELS, f"--model {self.model!r}: allowed: {', '.join(sorted(MODELS))}")
         for name in ("clients", "steps", "batch", "repeats"):
             require(getattr(self, name) >= 1, f"--{name} must be >= 1, got {getattr(self, name)}")
-        require(self.input_shape is None or (len(self.input_shape) == 3 and min(self.input_shape) >= 1),
-                f"--input must be three positive sizes CxHxW, got {self.input_shape}")
+        require(
+            self.input_shape is None or (len(self.input_shape) == 3 and min(self.input_shape) >= 1),
+            f"--input must be three positive sizes CxHxW, got {self.input_shape}",
+        )
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -50,8 +53,9 @@ class EngineBench:
 def run_engine_bench(bench: EngineBench) -> dict[str, Any]:
     """Time both trainers interleaved after a warm-up; seconds per round, speed-up, throughput and GFLOP/s."""
     device = resolve_device(bench.device)
-    workload = Workload(bench.model, bench.shape, bench.clients, bench.steps, bench.batch, str(device),
-                        amp=bench.amp, compile=bench.compile)
+    workload = Workload(
+        bench.model, bench.shape, bench.clients, bench.steps, bench.batch, str(device), amp=bench.amp, compile=bench.compile
+    )
     workload.batched(), workload.sequential()  # warm-up (and compilation, when asked for)
     batched, sequential = [], []
     for _ in range(bench.repeats):
@@ -105,13 +109,15 @@ def format_engine_bench(result: dict[str, Any]) -> str:
     """The human-readable report of ``run_engine_bench``."""
     shape = "x".join(map(str, result["input_shape"]))
     b, s = result["batched_seconds"], result["sequential_seconds"]
-    return "\n".join([
-        f"{result['model']} on {shape}, {result['clients']} clients x {result['steps']} steps x batch {result['batch']}, "
-        f"{result['device']} ({result['threads']} threads), chunk size {result['chunk_size'] or 'all'}, "
-        f"{result['repeats']} interleaved repeats after a warm-up",
-        f"batched     {b['median']:.4f} s/round (min {b['min']:.4f})  {result['samples_per_second']:,.0f} samples/s",
-        f"sequential  {s['median']:.4f} s/round (min {s['min']:.4f})  {result['sequential_samples_per_second']:,.0f} samples/s",
-        f"speedup_vs_sequential  {result['speedup_vs_sequential']:.2f}x (median of per-repeat ratios)",
-        f"batched compute  {result['gflops_per_second']:.1f} GFLOP/s = {result['peak_fraction']:.1%} of a "
-        f"{result['matmul_peak_gflops_per_second']:.1f} GFLOP/s matrix multiply in this process",
-    ])
+    return "\n".join(
+        [
+            f"{result['model']} on {shape}, {result['clients']} clients x {result['steps']} steps x batch {result['batch']}, "
+            f"{result['device']} ({result['threads']} threads), chunk size {result['chunk_size'] or 'all'}, "
+            f"{result['repeats']} interleaved repeats after a warm-up",
+            f"batched     {b['median']:.4f} s/round (min {b['min']:.4f})  {result['samples_per_second']:,.0f} samples/s",
+            f"sequential  {s['median']:.4f} s/round (min {s['min']:.4f})  {result['sequential_samples_per_second']:,.0f} samples/s",
+            f"speedup_vs_sequential  {result['speedup_vs_sequential']:.2f}x (median of per-repeat ratios)",
+            f"batched compute  {result['gflops_per_second']:.1f} GFLOP/s = {result['peak_fraction']:.1%} of a "
+            f"{result['matmul_peak_gflops_per_second']:.1f} GFLOP/s matrix multiply in this process",
+        ]
+    )

@@ -20,13 +20,24 @@ class Workload:
     """
 
     def __init__(
-        self, model: str, input_shape: tuple[int, int, int], clients: int, steps: int, batch: int,
-        device: str = "cpu", num_classes: int = 10, samples_per_client: int = 500, seed: int = 0,
-        amp: bool = False, compile: bool = False,
+        self,
+        model: str,
+        input_shape: tuple[int, int, int],
+        clients: int,
+        steps: int,
+        batch: int,
+        device: str = "cpu",
+        num_classes: int = 10,
+        samples_per_client: int = 500,
+        seed: int = 0,
+        amp: bool = False,
+        compile: bool = False,
     ) -> None:
         rng = np.random.default_rng(seed)
         n = clients * samples_per_client
-        pool = Pool("bench", rng.integers(0, 256, (n, *input_shape), dtype=np.uint8), rng.integers(0, num_classes, n), num_classes)
+        pool = Pool(
+            "bench", rng.integers(0, 256, (n, *input_shape), dtype=np.uint8), rng.integers(0, num_classes, n), num_classes
+        )
         self.device = torch.device(device)
         self.model = build_model(model, input_shape, num_classes, seed, torch.float32).to(self.device)
         self.data = DevicePool(pool, self.device, torch.float32)
@@ -40,7 +51,9 @@ class Workload:
             rotations=np.zeros(clients, dtype=np.int64),
         )
         self.start = {n: p.detach().unsqueeze(0).repeat(clients, *([1] * p.dim())) for n, p in self.model.named_parameters()}
-        self.trainer = BatchedTrainer(self.model, self.data, default_chunk_size(self.model, self.device), amp=amp, compile=compile)
+        self.trainer = BatchedTrainer(
+            self.model, self.data, default_chunk_size(self.model, self.device), amp=amp, compile=compile
+        )
 
     @property
     def samples(self) -> int:

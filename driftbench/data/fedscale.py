@@ -56,7 +56,9 @@ def read_mapping(csvs: list[Path], hint: str) -> pd.DataFrame:
 def load(params: FedScaleParams) -> Pool:
     """Every sample of the train and test mappings, in file order, with ``client`` and ``split`` meta columns."""
     root = data_root(params.root, NAME)
-    hint = f"put FedScale's openImg folder at {root}: client_data_mapping/{{train,test}}.csv and the images under train/ and test/"
+    hint = (
+        f"put FedScale's openImg folder at {root}: client_data_mapping/{{train,test}}.csv and the images under train/ and test/"
+    )
     csvs = [root / "client_data_mapping" / f"{split}.csv" for split in SPLITS]
     mapping = read_mapping(csvs, hint)
     paths = [root / split / sample for split, sample in zip(mapping["split"], mapping["sample_path"])]
@@ -66,16 +68,20 @@ def load(params: FedScaleParams) -> Pool:
         lambda: decode_files(paths, params.size, NAME),
     )
     y = mapping["label_id"].to_numpy(np.int64)
-    meta = pd.DataFrame({
-        "client": pd.factorize(mapping["client_id"])[0].astype(np.int64),
-        "split": mapping["split"].to_numpy(),
-    })
+    meta = pd.DataFrame(
+        {
+            "client": pd.factorize(mapping["client_id"])[0].astype(np.int64),
+            "split": mapping["split"].to_numpy(),
+        }
+    )
     return Pool(NAME, x, y, int(y.max()) + 1, meta)
 
 
-register(Source(
-    NAME,
-    "FedScale Open Images from a local folder (client_data_mapping/*.csv + images): real clients, 596 classes",
-    FedScaleParams,
-    load,
-))
+register(
+    Source(
+        NAME,
+        "FedScale Open Images from a local folder (client_data_mapping/*.csv + images): real clients, 596 classes",
+        FedScaleParams,
+        load,
+    )
+)

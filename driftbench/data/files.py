@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd

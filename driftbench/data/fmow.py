@@ -96,17 +96,21 @@ def load(params: FMoWParams) -> Pool:
         lambda: decode_files([root / "images" / f"rgb_img_{row}.png" for row in rows], params.size, NAME),
     )
     y = pd.Categorical(kept["category"].astype(str), categories=categories).codes.astype(np.int64)
-    meta = pd.DataFrame({
-        "timestamp": stamps.iloc[rows].to_numpy(),
-        "region": utm_grid_zone(kept["epsg"], kept["lat"], kept["lon"]),
-        "split": kept["split"].astype(str).to_numpy(),
-    })
+    meta = pd.DataFrame(
+        {
+            "timestamp": stamps.iloc[rows].to_numpy(),
+            "region": utm_grid_zone(kept["epsg"], kept["lat"], kept["lon"]),
+            "split": kept["split"].astype(str).to_numpy(),
+        }
+    )
     return Pool(NAME, x, y, len(categories), meta)
 
 
-register(Source(
-    NAME,
-    "WILDS FMoW satellite images from a local folder (rgb_metadata.csv + images): timestamps, UTM-zone regions, 62 classes",
-    FMoWParams,
-    load,
-))
+register(
+    Source(
+        NAME,
+        "WILDS FMoW satellite images from a local folder (rgb_metadata.csv + images): timestamps, UTM-zone regions, 62 classes",
+        FMoWParams,
+        load,
+    )
+)

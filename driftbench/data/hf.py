@@ -119,10 +119,12 @@ def load(params: HFParams) -> Pool:
     return Pool("hf", x, y.astype(np.int64), num_classes, meta)
 
 
-register(Source(
-    "hf",
-    "Hugging Face datasets: source=hf:NAME for a hub name or a local save_to_disk/Parquet path (needs the hf extra)",
-    HFParams,
-    load,
-    argument="dataset",
-))
+register(
+    Source(
+        "hf",
+        "Hugging Face datasets: source=hf:NAME for a hub name or a local save_to_disk/Parquet path (needs the hf extra)",
+        HFParams,
+        load,
+        argument="dataset",
+    )
+)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError

@@ -10,10 +10,10 @@ but containers and numpy arrays (torchvision's own CIFAR loader would unpickle t
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -173,30 +173,61 @@ def mnist_files(cls: type) -> dict[str, tuple[str, ...]]:
 
 def cifar_layout(name: str, cls: type, classes: int, label_key: str, description: str) -> Layout:
     """The layout of a CIFAR dataset: torchvision's extracted python batches under ``cls.base_folder``."""
-    files = {split: tuple(f"{cls.base_folder}/{n}" for n, _ in batches)
-             for split, batches in (("train", cls.train_list), ("test", cls.test_list))}
-    return Layout(name, description, classes, files, read_cifar(label_key), fetch_archive(cls),
-                  f"extract {cls.filename} into {{root}} (it holds {cls.base_folder}/)")
+    files = {
+        split: tuple(f"{cls.base_folder}/{n}" for n, _ in batches)
+        for split, batches in (("train", cls.train_list), ("test", cls.test_list))
+    }
+    return Layout(
+        name,
+        description,
+        classes,
+        files,
+        read_cifar(label_key),
+        fetch_archive(cls),
+        f"extract {cls.filename} into {{root}} (it holds {cls.base_folder}/)",
+    )
 
 
 LAYOUTS = (
-    cifar_layout("cifar10", tv.CIFAR10, 10, "labels",
-                 "CIFAR-10 (torchvision): 60,000 32x32 colour images, 10 classes; downloaded when missing"),
-    cifar_layout("cifar100", tv.CIFAR100, 100, "fine_labels",
-                 "CIFAR-100 (torchvision): 60,000 32x32 colour images, 100 fine classes; downloaded when missing"),
+    cifar_layout(
+        "cifar10",
+        tv.CIFAR10,
+        10,
+        "labels",
+        "CIFAR-10 (torchvision): 60,000 32x32 colour images, 10 classes; downloaded when missing",
+    ),
+    cifar_layout(
+        "cifar100",
+        tv.CIFAR100,
+        100,
+        "fine_labels",
+        "CIFAR-100 (torchvision): 60,000 32x32 colour images, 100 fine classes; downloaded when missing",
+    ),
     Layout(
-        "mnist", "MNIST (torchvision): 70,000 28x28 handwritten digits, 10 classes; downloaded when missing", 10,
-        mnist_files(tv.MNIST), read_mnist, fetch_mnist(tv.MNIST),
+        "mnist",
+        "MNIST (torchvision): 70,000 28x28 handwritten digits, 10 classes; downloaded when missing",
+        10,
+        mnist_files(tv.MNIST),
+        read_mnist,
+        fetch_mnist(tv.MNIST),
         "put MNIST's four IDX files (train-images-idx3-ubyte, ...; .gz allowed) in {root}/MNIST/raw",
     ),
     Layout(
-        "fmnist", "Fashion-MNIST (torchvision): 70,000 28x28 clothing images, 10 classes; downloaded when missing", 10,
-        mnist_files(tv.FashionMNIST), read_mnist, fetch_mnist(tv.FashionMNIST),
+        "fmnist",
+        "Fashion-MNIST (torchvision): 70,000 28x28 clothing images, 10 classes; downloaded when missing",
+        10,
+        mnist_files(tv.FashionMNIST),
+        read_mnist,
+        fetch_mnist(tv.FashionMNIST),
         "put Fashion-MNIST's four IDX files (train-images-idx3-ubyte, ...; .gz allowed) in {root}/FashionMNIST/raw",
     ),
     Layout(
-        "svhn", "SVHN cropped digits (torchvision): 99,289 32x32 colour images, 10 classes; downloaded when missing", 10,
-        {split: (tv.SVHN.split_list[split][1],) for split in SPLITS}, read_svhn, fetch_svhn,
+        "svhn",
+        "SVHN cropped digits (torchvision): 99,289 32x32 colour images, 10 classes; downloaded when missing",
+        10,
+        {split: (tv.SVHN.split_list[split][1],) for split in SPLITS},
+        read_svhn,
+        fetch_svhn,
         "put train_32x32.mat and test_32x32.mat in {root}",
     ),
 )

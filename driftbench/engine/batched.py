@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -101,7 +102,9 @@ class BatchedTrainer:
         loss = F.cross_entropy(logits.float() if self.amp else logits, y[0])
         return list(torch.autograd.grad(loss, live)), loss.detach().unsqueeze(0)
 
-    def _vmapped_grads(self, live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+    def _vmapped_grads(
+        self, live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor
+    ) -> tuple[list[torch.Tensor], torch.Tensor]:
         grads, loss = self.vmapped(dict(zip(self.names, live)), x, y)
         return [grads[n] for n in self.names], loss
 
@@ -135,17 +138,30 @@ class BatchedTrainer:
                 self._train_local(lo, params, start, masks, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum, path)
             else:
                 chunk = _Chunk(
-                    [params[n][rows] for n in self.names], [start[n][rows] for n in self.names],
+                    [params[n][rows] for n in self.names],
+                    [start[n][rows] for n in self.names],
                     [torch.zeros_like(params[n][rows]) for n in self.names] if cfg.momentum else [],
                     [masks[n][rows] if n in masks else None for n in self.names],
                 )
                 recorded = {self.names.index(n): path[n][rows] for n in record}
-                self._steps(chunk, self._vmapped_grads, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded)
+                self._steps(
+                    chunk, self._vmapped_grads, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded
+                )
         return TrainOutput(params, loss_sum / torch.as_tensor(np.maximum(work.steps, 1), device=device), path)
 
     def _train_local(
-        self, k: int, params: Params, start: Params, masks: Params, idx: torch.Tensor, transforms: Transforms,
-        steps: np.ndarray, cfg: TrainConfig, mu: float, loss_sum: torch.Tensor, path: Params,
+        self,
+        k: int,
+        params: Params,
+        start: Params,
+        masks: Params,
+        idx: torch.Tensor,
+        transforms: Transforms,
+        steps: np.ndarray,
+        cfg: TrainConfig,
+        mu: float,
+        loss_sum: torch.Tensor,
+        path: Params,
     ) -> None:
         """Train client ``k`` on the working copy: load its parameters, run its steps, store them back."""
         with torch.no_grad():
@@ -153,7 +169,9 @@ class BatchedTrainer:
             if cfg.momentum:
                 torch._foreach_zero_(self.local_buffers)
         chunk = _Chunk(
-            self.local_params, [start[n][k] for n in self.names], self.local_buffers if cfg.momentum else [],
+            self.local_params,
+            [start[n][k] for n in self.names],
+            self.local_buffers if cfg.momentum else [],
             [masks[n][k] if n in masks else None for n in self.names],
         )
         recorded = {self.names.index(n): path[n][k : k + 1] for n in path}
@@ -162,8 +180,16 @@ class BatchedTrainer:
             torch._foreach_copy_([params[n][k] for n in self.names], self.local_params)
 
     def _steps(
-        self, chunk: _Chunk, grads_of: GradFn, idx: torch.Tensor, transforms: Transforms, steps: np.ndarray,
-        cfg: TrainConfig, mu: float, loss_sum: torch.Tensor, recorded: dict[int, torch.Tensor],
+        self,
+        chunk: _Chunk,
+        grads_of: GradFn,
+        idx: torch.Tensor,
+        transforms: Transforms,
+        steps: np.ndarray,
+        cfg: TrainConfig,
+        mu: float,
+        loss_sum: torch.Tensor,
+        recorded: dict[int, torch.Tensor],
     ) -> None:
         """Run a chunk's local steps in place; a client past its own step count keeps its state (ragged work)."""
         for s in range(int(steps.max(initial=0))):
@@ -191,8 +217,18 @@ def _sgd_step(chunk: _Chunk, grads: list[torch.Tensor], cfg: TrainConfig, mu: fl
     if mu:
         torch._foreach_add_(grads, torch._foreach_sub(chunk.live, chunk.anchor), alpha=mu)
     if all(m is None for m in chunk.masks):
-        torch._fused_sgd_(chunk.live, grads, chunk.buffers, weight_decay=cfg.weight_decay, momentum=cfg.momentum, lr=cfg.lr,
-                          dampening=0.0, nesterov=False, maximize=False, is_first_step=False)
+        torch._fused_sgd_(
+            chunk.live,
+            grads,
+            chunk.buffers,
+            weight_decay=cfg.weight_decay,
+            momentum=cfg.momentum,
+            lr=cfg.lr,
+            dampening=0.0,
+            nesterov=False,
+            maximize=False,
+            is_first_step=False,
+        )
         return
     if cfg.weight_decay:
         torch._foreach_add_(grads, chunk.live, alpha=cfg.weight_decay)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
@@ -128,9 +128,9 @@ def client_outputs(
         hook.remove()
     features, probs_all, labels_all = torch.cat(captured), torch.cat(probs), torch.cat(labels)
     bounds = np.concatenate([[0], np.cumsum(lengths)])
-    return np.stack([
-        as_numpy(summarize(features[a:b], probs_all[a:b], labels_all[a:b])) for a, b in zip(bounds[:-1], bounds[1:])
-    ])
+    return np.stack(
+        [as_numpy(summarize(features[a:b], probs_all[a:b], labels_all[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
+    )
 
 
 @torch.no_grad()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torchvision
@@ -27,14 +27,17 @@ def lenet5(input_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
     after1 = (h + 2 * pad1 - 4) // 2
     pad2 = 0 if after1 >= 6 else 2
     features = nn.Sequential(
-        nn.Conv2d(c, 6, 5, padding=pad1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(6, 16, 5, padding=pad2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Conv2d(c, 6, 5, padding=pad1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5, padding=pad2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
     )
     with torch.no_grad():
         flat = features(torch.zeros(1, *input_shape)).shape[1]
-    return nn.Sequential(
-        features, nn.Linear(flat, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_classes)
-    )
+    return nn.Sequential(features, nn.Linear(flat, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_classes))
 
 
 def group_norm(channels: int) -> nn.GroupNorm:
@@ -57,7 +60,9 @@ def with_input_channels(model: nn.Module, channels: int) -> nn.Module:
     name, conv = next((n, m) for n, m in model.named_modules() if isinstance(m, nn.Conv2d))
     if conv.in_channels != channels:
         parent_name, _, attr = name.rpartition(".")
-        replacement = nn.Conv2d(channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, bias=conv.bias is not None)
+        replacement = nn.Conv2d(
+            channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, bias=conv.bias is not None
+        )
         setattr(model.get_submodule(parent_name), attr, replacement)
     return model
 
@@ -73,7 +78,10 @@ def shufflenet_v2(input_shape: tuple[int, int, int], num_classes: int) -> nn.Mod
 
 
 MODELS: dict[str, Callable[[tuple[int, int, int], int], nn.Module]] = {
-    "mlp": mlp, "lenet5": lenet5, "resnet18": resnet18, "shufflenet_v2": shufflenet_v2,
+    "mlp": mlp,
+    "lenet5": lenet5,
+    "resnet18": resnet18,
+    "shufflenet_v2": shufflenet_v2,
 }
 
 

@@ -13,7 +13,9 @@ from driftbench.engine.device_data import DevicePool, LocalWork
 from driftbench.train_config import TrainConfig
 
 
-def train_sequential(model: nn.Module, data: DevicePool, start: Params, work: LocalWork, cfg: TrainConfig, mu: float = 0.0) -> TrainOutput:
+def train_sequential(
+    model: nn.Module, data: DevicePool, start: Params, work: LocalWork, cfg: TrainConfig, mu: float = 0.0
+) -> TrainOutput:
     """Train each client in turn: deep-copy the model, torch.optim.SGD, one batch at a time."""
     trained, losses = [], []
     for k in range(len(work.clients)):

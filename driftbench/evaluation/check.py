@@ -17,9 +17,9 @@ import torch
 import driftbench
 from driftbench.config import require
 from driftbench.errors import ConfigError, RunError
+from driftbench.evaluation.tolerance import ACCURACY_TOLERANCE, ARI_TOLERANCE
 from driftbench.record.files import read_json, write_json
 from driftbench.record.runs import INCOMPLETE, RunRecord, find_runs
-from driftbench.evaluation.tolerance import ACCURACY_TOLERANCE, ARI_TOLERANCE
 
 METRICS = ("final_accuracy", "ari_mean")
 
@@ -42,9 +42,7 @@ def reference_of(records: list[RunRecord]) -> dict[str, Any]:
     return {
         "driftbench_version": driftbench.__version__,
         "torch_version": torch.__version__,
-        "runs": {
-            r.label: {"trace_hash": r.trace_hash, **{m: getattr(r.summary, m) for m in METRICS}} for r in records
-        },
+        "runs": {r.label: {"trace_hash": r.trace_hash, **{m: getattr(r.summary, m) for m in METRICS}} for r in records},
     }
 
 
@@ -61,18 +59,25 @@ def read_reference(path: Path) -> dict[str, dict[str, Any]]:
         runs = read_json(Path(path))["runs"]
         require(isinstance(runs, dict), "'runs' is not a table")
         for label, entry in runs.items():
-            require(isinstance(entry, dict) and {"trace_hash", *METRICS} <= set(entry), f"entry {label!r} lacks trace_hash or a metric")
+            require(
+                isinstance(entry, dict) and {"trace_hash", *METRICS} <= set(entry),
+                f"entry {label!r} lacks trace_hash or a metric",
+            )
     except (RunError, KeyError, TypeError, ConfigError) as exc:
         raise ConfigError(f"--reference {path}: not a driftbench reference file ({exc})") from None
     return runs
 
 
 def regressions(
-    records: list[RunRecord], reference: dict[str, dict[str, Any]],
-    tolerance: float = ACCURACY_TOLERANCE, ari_tolerance: float = ARI_TOLERANCE,
+    records: list[RunRecord],
+    reference: dict[str, dict[str, Any]],
+    tolerance: float = ACCURACY_TOLERANCE,
+    ari_tolerance: float = ARI_TOLERANCE,
 ) -> list[Regression]:
     """Every reference run that is missing, failed, changed or fell by more than its metric's tolerance."""
-    require(tolerance >= 0 and ari_tolerance >= 0, f"--tolerance and --ari-tolerance must be >= 0, got {tolerance}, {ari_tolerance}")
+    require(
+        tolerance >= 0 and ari_tolerance >= 0, f"--tolerance and --ari-tolerance must be >= 0, got {tolerance}, {ari_tolerance}"
+    )
     found = {r.label: r for r in records}
     allowed = {"final_accuracy": tolerance, "ari_mean": ari_tolerance}
     problems = []
@@ -96,17 +101,26 @@ def run_problem(record: RunRecord | None, expected: dict[str, Any]) -> str:
         return f"{INCOMPLETE}, at {record.path}"
     if record.status != "ok":
         return f"{record.status} at round {record.summary.diverged_round}"
-    return (f"trace changed: hash {record.trace_hash[:12]}, reference {expected['trace_hash'][:12]} "
-            "(regenerate the reference if the change is intended)")
+    return (
+        f"trace changed: hash {record.trace_hash[:12]}, reference {expected['trace_hash'][:12]} "
+        "(regenerate the reference if the change is intended)"
+    )
 
 
 def regression_rows(problems: list[Regression]) -> list[dict[str, str]]:
     """The regressions as printable rows."""
+
     def fmt(value: float | None) -> str:
         return "-" if value is None else f"{value:.4f}"
 
     return [
-        {"run": p.run, "metric": p.metric, "reference": fmt(p.reference), "measured": fmt(p.measured),
-         "change": "-" if p.reference is None or p.measured is None else f"{p.measured - p.reference:+.4f}", "problem": p.problem}
+        {
+            "run": p.run,
+            "metric": p.metric,
+            "reference": fmt(p.reference),
+            "measured": fmt(p.measured),
+            "change": "-" if p.reference is None or p.measured is None else f"{p.measured - p.reference:+.4f}",
+            "problem": p.problem,
+        }
         for p in problems
     ]

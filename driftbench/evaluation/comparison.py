@@ -17,15 +17,17 @@ def table_rows(summaries: list[Summary]) -> list[dict[str, str]]:
         drops = [r.drop for r in s.recovery if r.drop is not None]
         recover = [r.rounds_to_recover for r in s.recovery if r.rounds_to_recover is not None]
         gain = speedup(ref_tta, s.time_to_accuracy)
-        rows.append({
-            "method": s.method + (" (oracle)" if s.oracle else ""),
-            "final_acc": f"{s.final_accuracy:.3f}",
-            "tta_speedup": "-" if gain is None else f"{gain:.2f}x",
-            "mean_drop": f"{np.mean(drops):.3f}" if drops else "-",
-            "rounds_to_recover": f"{np.mean(recover):.1f}" if recover else "-",
-            "recovered": f"{len(recover)}/{len(s.recovery)}",
-            "ari_mean": "-" if s.ari_mean is None else f"{s.ari_mean:.3f}",
-            "status": s.status,
-            "run_dir": s.run_dir,
-        })
+        rows.append(
+            {
+                "method": s.method + (" (oracle)" if s.oracle else ""),
+                "final_acc": f"{s.final_accuracy:.3f}",
+                "tta_speedup": "-" if gain is None else f"{gain:.2f}x",
+                "mean_drop": f"{np.mean(drops):.3f}" if drops else "-",
+                "rounds_to_recover": f"{np.mean(recover):.1f}" if recover else "-",
+                "recovered": f"{len(recover)}/{len(s.recovery)}",
+                "ari_mean": "-" if s.ari_mean is None else f"{s.ari_mean:.3f}",
+                "status": s.status,
+                "run_dir": s.run_dir,
+            }
+        )
     return rows

@@ -32,8 +32,10 @@ class Section:
 def render_page(title: str, sections: list[Section]) -> str:
     """The whole page."""
     body = "\n".join(render_section(s) for s in sections)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"<style>{STYLE}</style></head>\n<body><h1>{escape(title)}</h1>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f"<style>{STYLE}</style></head>\n<body><h1>{escape(title)}</h1>\n{body}\n</body></html>\n"
+    )
 
 
 def render_row(row: dict[str, str], headers: list[str]) -> str:
@@ -48,8 +50,11 @@ def render_section(section: Section) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(render_row(row, headers) for row in section.rows)
     images = "".join(
-        f'<img alt="{escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">' for name, png in section.images.items()
+        f'<img alt="{escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+        for name, png in section.images.items()
     )
     notes = "".join(f'<p class="note">{escape(note)}</p>' for note in section.notes)
-    return (f"<section><h2>{escape(section.title)}</h2><p>{escape(section.subtitle)}</p>\n"
-            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n<div>{images}</div>{notes}</section>")
+    return (
+        f"<section><h2>{escape(section.title)}</h2><p>{escape(section.subtitle)}</p>\n"
+        f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n<div>{images}</div>{notes}</section>"
+    )

@@ -23,8 +23,8 @@ from scipy.stats import gmean
 from driftbench.atomic import atomic_write
 from driftbench.errors import ConfigError
 from driftbench.evaluation.html_page import Section, render_page
-from driftbench.record.metrics import speedup
 from driftbench.evaluation.plots import accuracy_plot, ari_plot, seed_mean_curves
+from driftbench.record.metrics import speedup
 from driftbench.record.runs import INCOMPLETE, RunRecord, find_runs
 from driftbench.record.schema import Summary
 from driftbench.record.summarize import REFERENCE, summary_tta
@@ -32,10 +32,20 @@ from driftbench.record.summarize import REFERENCE, summary_tta
 log = logging.getLogger("driftbench")
 
 HEADERS = {  # CSV column -> table header
-    "rank": "rank", "method": "method", "seeds": "seeds", "final_accuracy_mean": "final accuracy",
-    "tta_speedup": "TTA speed-up", "mean_drop": "drop", "rounds_to_recover": "rounds to recover",
-    "recovered": "recovered", "delta_permille": "delta ‰", "ari_mean": "ARI", "cluster_seconds": "cluster s",
-    "overhead_mb": "extra MB", "client_extra_passes": "extra passes", "runs": "runs",
+    "rank": "rank",
+    "method": "method",
+    "seeds": "seeds",
+    "final_accuracy_mean": "final accuracy",
+    "tta_speedup": "TTA speed-up",
+    "mean_drop": "drop",
+    "rounds_to_recover": "rounds to recover",
+    "recovered": "recovered",
+    "delta_permille": "delta ‰",
+    "ari_mean": "ARI",
+    "cluster_seconds": "cluster s",
+    "overhead_mb": "extra MB",
+    "client_extra_passes": "extra passes",
+    "runs": "runs",
 }
 
 
@@ -180,7 +190,14 @@ def markdown(boards: list[TraceBoard]) -> str:
     """leaderboard.md: one section per trace with its table, plots and left-out runs."""
     parts = ["# driftbench leaderboard", ""]
     for board in boards:
-        parts += [f"## {board.trace}", "", f"trace hash `{board.trace_hash[:12]}`", "", markdown_table(display_rows(board.rows)), ""]
+        parts += [
+            f"## {board.trace}",
+            "",
+            f"trace hash `{board.trace_hash[:12]}`",
+            "",
+            markdown_table(display_rows(board.rows)),
+            "",
+        ]
         parts += [f"![{name}]({name})" for name in board.plots] + [""]
         parts += [f"- {path}: {INCOMPLETE}" for path in board.incomplete]
     return "\n".join(parts).rstrip() + "\n"

@@ -20,8 +20,7 @@ def seed_mean_curves(records: list[RunRecord]) -> dict[str, pd.DataFrame]:
         if record.summary is not None:
             by_method.setdefault(record.method, []).append(record.rounds())
     return {
-        method: pd.concat(tables).groupby("round", as_index=False)[CURVE_COLUMNS].mean()
-        for method, tables in by_method.items()
+        method: pd.concat(tables).groupby("round", as_index=False)[CURVE_COLUMNS].mean() for method, tables in by_method.items()
     }
 
 

@@ -8,18 +8,19 @@ extra client passes, so overhead is measured, not declared by hand.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
 
+from driftbench.config import require
 from driftbench.engine.batched import Params
 from driftbench.engine.evaluate import DataSummary, OutputSummary
-from driftbench.train_config import TrainConfig
-from driftbench.config import require
 from driftbench.errors import ConfigError, RunError
 from driftbench.methods import server_work
+from driftbench.train_config import TrainConfig
 
 FLOAT_BYTES = 4  # traffic is counted as float32, whatever the compute dtype
 
@@ -95,7 +96,7 @@ class RoundTraffic:
     work: np.ndarray  # extra passes over the client's window, in units of one training pass (forward = 1/3)
 
     @classmethod
-    def empty(cls, num_clients: int) -> "RoundTraffic":
+    def empty(cls, num_clients: int) -> RoundTraffic:
         """No traffic yet for ``num_clients`` clients."""
         return cls(np.zeros(num_clients), np.zeros(num_clients), np.zeros(num_clients))
 
@@ -138,8 +139,13 @@ class ClientQueries:
     """
 
     def __init__(
-        self, changed: np.ndarray, side: ClientSide, model_bytes: int, overhead: Overhead,
-        traffic: RoundTraffic | None = None, truth: np.ndarray | None = None,
+        self,
+        changed: np.ndarray,
+        side: ClientSide,
+        model_bytes: int,
+        overhead: Overhead,
+        traffic: RoundTraffic | None = None,
+        truth: np.ndarray | None = None,
     ) -> None:
         self.changed = changed  # clients whose local data changed since the last round (they know it)
         self._side, self._model_bytes, self._overhead = side, model_bytes, overhead

@@ -11,7 +11,7 @@ from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.config import require
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, ProxParams, TrainResult, cluster_average
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average
 from driftbench.methods.clustering import flat_updates
 
 
@@ -91,7 +91,10 @@ class CFL(Method):
         start = result.plan.start_models
         candidates = [c for c in np.unique(start) if (start == c).sum() >= 2 and rnd - self.born[c] >= self.params.warmup]
         updates = flat_updates(result.params, self.models, start) if candidates else None  # P floats per participant
-        flagged = [c for c in candidates
-                   if should_split(updates[start == c], result.num_samples[start == c], self.params.eps1, self.params.eps2)]
+        flagged = [
+            c
+            for c in candidates
+            if should_split(updates[start == c], result.num_samples[start == c], self.params.eps1, self.params.eps2)
+        ]
         self.to_split = np.asarray(flagged, dtype=np.int64)
         self.models = cluster_average(self.models, result.params, start, result.num_samples)

@@ -112,8 +112,10 @@ def any_cluster_wider_than(points: torch.Tensor, labels: np.ndarray, metric: str
         return True
     for c in torch.nonzero(2 * by_cluster > threshold).flatten().tolist():
         members = points[index == c]
-        if any(bool((pairwise_distances(members[i : i + KERNEL_CHUNK], members, metric) > threshold).any())
-               for i in range(0, len(members), KERNEL_CHUNK)):
+        if any(
+            bool((pairwise_distances(members[i : i + KERNEL_CHUNK], members, metric) > threshold).any())
+            for i in range(0, len(members), KERNEL_CHUNK)
+        ):
             return True
     return False
 
@@ -163,7 +165,13 @@ def _closest(points: torch.Tensor, centers: torch.Tensor) -> np.ndarray:
 
 
 def kmeans_by_silhouette(
-    points: np.ndarray, k_min: int, k_max: int, seed: int, metric: str = "euclidean", restarts: int = 10, sample: int | None = None
+    points: np.ndarray,
+    k_min: int,
+    k_max: int,
+    seed: int,
+    metric: str = "euclidean",
+    restarts: int = 10,
+    sample: int | None = None,
 ) -> np.ndarray:
     """k-means labels for the K in ``k_min..k_max`` with the best silhouette score (one cluster if all points coincide).
 
@@ -221,8 +229,10 @@ def per_cluster_participants(rng: np.random.Generator, assignment: np.ndarray, t
     """``total / K`` clients drawn from each of the K non-empty clusters (the first ``total % K`` get one more), sorted."""
     clusters = np.unique(assignment)
     quota = np.full(len(clusters), total // len(clusters)) + (np.arange(len(clusters)) < total % len(clusters))
-    picked = [rng.choice(np.flatnonzero(assignment == c), size=min(max(q, 1), int((assignment == c).sum())), replace=False)
-              for c, q in zip(clusters, quota)]
+    picked = [
+        rng.choice(np.flatnonzero(assignment == c), size=min(max(q, 1), int((assignment == c).sum())), replace=False)
+        for c, q in zip(clusters, quota)
+    ]
     return np.sort(np.concatenate(picked))
 
 

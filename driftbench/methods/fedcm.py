@@ -20,7 +20,14 @@ from sklearn.metrics.pairwise import cosine_similarity
 from driftbench.config import require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import (
-    ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average, replicate,
+    ClientQueries,
+    Method,
+    Plan,
+    ProxParams,
+    RunContext,
+    TrainResult,
+    cluster_average,
+    replicate,
 )
 from driftbench.methods.clustering import flat_updates, unit_vectors
 
@@ -118,8 +125,14 @@ class FedCM(Method):
         if rnd < self.warmup_rounds:
             participants = np.array_split(np.arange(self.ctx.num_clients), self.warmup_rounds)[rnd]
             path_floats = self.params.warmup_steps * sum(self.ctx.init_params[n].numel() for n in self.personal)
-            return Plan(participants, np.zeros(len(participants), dtype=np.int64), mu=self.params.mu,
-                        record=self.personal, local_steps=self.params.warmup_steps, upload_floats=path_floats)
+            return Plan(
+                participants,
+                np.zeros(len(participants), dtype=np.int64),
+                mu=self.params.mu,
+                record=self.personal,
+                local_steps=self.params.warmup_steps,
+                upload_floats=path_floats,
+            )
         return self.uniform_plan(rng)
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
@@ -130,7 +143,9 @@ class FedCM(Method):
         start = result.plan.start_models
         weights = result.num_samples
         if self.params.migrate:
-            updates = flat_updates({n: result.params[n] for n in self.personal}, {n: self.models[n] for n in self.personal}, start)
+            updates = flat_updates(
+                {n: result.params[n] for n in self.personal}, {n: self.models[n] for n in self.personal}, start
+            )
             target = migrations(updates, start, self.num_models, self.params.tau)
             self.assignment[result.plan.participants] = target
             weights = np.where(target == start, weights, 0)

@@ -32,12 +32,31 @@ import torch
 from driftbench.config import require
 from driftbench.engine.batched import Params
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average, replicate
-from driftbench.methods.base import sample_participants
+from driftbench.methods.base import (
+    ClientQueries,
+    Method,
+    Plan,
+    ProxParams,
+    RunContext,
+    TrainResult,
+    cluster_average,
+    replicate,
+    sample_participants,
+)
 from driftbench.methods.dual_encoder import complementarity, encoder_halves, owner_masks, top_sources
 from driftbench.methods.feddag_similarity import (
-    class_angles, class_subspaces, cut, data_distance, fusion_weights, fuse, gradient_angles, minmax,
-    first_seen_labels, optimal_clustering, shifted, split_subspaces,
+    class_angles,
+    class_subspaces,
+    cut,
+    data_distance,
+    first_seen_labels,
+    fuse,
+    fusion_weights,
+    gradient_angles,
+    minmax,
+    optimal_clustering,
+    shifted,
+    split_subspaces,
 )
 
 PRIMARY, SECONDARY, CLASSIFIER = 0, 1, 2  # owners of parameter entries in the dual encoder
@@ -132,7 +151,9 @@ class FedDAGSingle(Method):
             self.place(done, clients)
         if self.num_clusters and rnd % self.params.shift_every == 0:
             self.check_shifts(clients)
-        sampled = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants) if self.num_clusters else sampled_none()
+        sampled = (
+            sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants) if self.num_clusters else sampled_none()
+        )
         sampled = sampled[~np.isin(sampled, self.warming)]
         return self.training_plan(sampled)
 
@@ -167,7 +188,9 @@ class FedDAGSingle(Method):
         work.charge(flat.numel())
         self.sparse_updates[done] = flat[:, torch.as_tensor(self.coordinates)].double().cpu().numpy()
         p, num_classes = self.params.principal_vectors, self.ctx.num_classes
-        counts, bases = split_subspaces(clients.data(done, partial(class_subspaces, num_classes=num_classes, p=p)), num_classes, p)
+        counts, bases = split_subspaces(
+            clients.data(done, partial(class_subspaces, num_classes=num_classes, p=p)), num_classes, p
+        )
         if self.bases.shape[-1] != bases.shape[-1]:
             self.bases = np.zeros((self.ctx.num_clients, *bases.shape[1:]))
         self.counts[done], self.bases[done], self.reference[done] = counts, bases, counts

@@ -93,7 +93,10 @@ class FedDrift(Method):
         distance = loss_distance(losses, self.assignment, k)[np.ix_(present, present)]
         distance = np.nan_to_num(np.clip(distance, 0, None), posinf=1e9)
         np.fill_diagonal(distance, 0)
-        groups = fcluster(linkage(squareform(distance, checks=False), method="complete"), t=self.params.delta, criterion="distance") - 1
+        groups = (
+            fcluster(linkage(squareform(distance, checks=False), method="complete"), t=self.params.delta, criterion="distance")
+            - 1
+        )
         work.charge(work.linkage(len(present)))
         self.relabel(present, groups.astype(np.int64))
 

@@ -10,8 +10,8 @@ import torch
 from driftbench.config import require
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
 from driftbench.methods.clustering import (
-    as_kernel_tensor,
     any_cluster_wider_than,
+    as_kernel_tensor,
     cluster_centers,
     kmeans_by_silhouette,
     nearest_center,
@@ -41,11 +41,15 @@ class FieldingParams(ProxParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        require(self.representation in REPRESENTATIONS,
-                f"representation must be one of {', '.join(REPRESENTATIONS)}, got {self.representation!r}")
+        require(
+            self.representation in REPRESENTATIONS,
+            f"representation must be one of {', '.join(REPRESENTATIONS)}, got {self.representation!r}",
+        )
         require(self.distance in ("l1", "js"), f"distance must be l1 or js, got {self.distance!r}")
-        require(self.distance == "l1" or self.representation == "label",
-                f"distance js needs representation label (a distribution), got {self.representation!r}")
+        require(
+            self.distance == "l1" or self.representation == "label",
+            f"distance js needs representation label (a distribution), got {self.representation!r}",
+        )
         require(self.trigger in TRIGGERS, f"trigger must be one of {', '.join(TRIGGERS)}, got {self.trigger!r}")
         require(self.c > 0, f"c must be > 0, got {self.c}")
         require(self.m >= 1, f"m must be >= 1, got {self.m}")
@@ -115,7 +119,9 @@ class Fielding(Method):
     def global_clusters(self) -> np.ndarray:
         """k-means of all stored representations with K chosen by silhouette."""
         p = self.params
-        return kmeans_by_silhouette(self.representations, p.k_min, p.k_max, self.ctx.seed, p.distance, p.restarts, p.silhouette_sample)
+        return kmeans_by_silhouette(
+            self.representations, p.k_min, p.k_max, self.ctx.seed, p.distance, p.restarts, p.silhouette_sample
+        )
 
     def handle_drift(self, clients: ClientQueries) -> bool:
         """Move the drifted clients, re-cluster everyone if the trigger fires, update Delta; returns whether it re-clustered."""

@@ -59,12 +59,14 @@ def decomposed_groups(directions: np.ndarray, k: int, seed: int) -> np.ndarray:
     """k-means groups of the rows' cosine similarities to the top-k right singular vectors of the direction matrix."""
     k = min(k, len(directions))
     work.charge(work.svd(*directions.shape))
-    components = TruncatedSVD(n_components=k, algorithm="arpack" if k < min(directions.shape) else "randomized",
-                              random_state=seed).fit(directions).components_
+    components = (
+        TruncatedSVD(n_components=k, algorithm="arpack" if k < min(directions.shape) else "randomized", random_state=seed)
+        .fit(directions)
+        .components_
+    )
     work.charge(work.cosine_similarity(len(directions), k, directions.shape[1]))
     features = cosine_similarity(directions, components)
     model = KMeans(n_clusters=k, n_init=10, random_state=seed)
     labels = model.fit_predict(features).astype(np.int64)
     work.charge(work.fitted_kmeans(model, *features.shape))
     return labels
-

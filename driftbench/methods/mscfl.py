@@ -56,8 +56,10 @@ class MSCFLParams(ProxParams):
         require(self.pretrain_epochs > 0, f"pretrain_epochs must be > 0, got {self.pretrain_epochs}")
         require(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
         require(self.prune_std >= 0, f"prune_std must be >= 0, got {self.prune_std}")
-        require(0 < self.prune_min <= self.prune_max < 1,
-                f"prune_min and prune_max must satisfy 0 < prune_min <= prune_max < 1, got {self.prune_min} and {self.prune_max}")
+        require(
+            0 < self.prune_min <= self.prune_max < 1,
+            f"prune_min and prune_max must satisfy 0 < prune_min <= prune_max < 1, got {self.prune_min} and {self.prune_max}",
+        )
         require(self.tau > 0, f"tau must be > 0, got {self.tau}")
         require(self.clusters >= 0, f"clusters must be >= 0 (0 = by silhouette), got {self.clusters}")
 
@@ -224,9 +226,15 @@ class MSCFL(Method):
         """Pre-training for newly drawn participants, or training of the pending participants' pruned models."""
         if len(self.pending):
             k = len(self.pending)
-            return Plan(self.pending, self.num_models - k + np.arange(k), mu=self.params.mu, models_downloaded=0,
-                        masks=self.pending_masks, local_steps=self.train_steps,
-                        upload_floats=-(-self.mask_length // BITS_PER_FLOAT))
+            return Plan(
+                self.pending,
+                self.num_models - k + np.arange(k),
+                mu=self.params.mu,
+                models_downloaded=0,
+                masks=self.pending_masks,
+                local_steps=self.train_steps,
+                upload_floats=-(-self.mask_length // BITS_PER_FLOAT),
+            )
         if self.seen.all():
             participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
         else:
@@ -234,8 +242,13 @@ class MSCFL(Method):
         sizes = clients.data(participants, window_size)[:, 0]
         epoch = float(sizes.mean()) / self.ctx.train.batch_size
         self.train_steps = max(1, round(self.params.epochs * epoch))
-        return Plan(participants, self.assignment[participants], mu=self.params.mu, models_uploaded=0,
-                    local_steps=max(1, round(self.params.pretrain_epochs * epoch)))
+        return Plan(
+            participants,
+            self.assignment[participants],
+            mu=self.params.mu,
+            models_uploaded=0,
+            local_steps=max(1, round(self.params.pretrain_epochs * epoch)),
+        )
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """After pre-training: prune and park the pruned models; after training: check masks, cluster, average."""
@@ -252,8 +265,9 @@ class MSCFL(Method):
         if self.seen.all() and (not self.clustered or (self.params.migrate and drifted.any())):
             self._cluster()
             self.fresh[:], self.hamming[:] = False, -1
-        self.models = masked_average(self.models, result.params, result.plan.masks, self.assignment[participants],
-                                     result.num_samples)
+        self.models = masked_average(
+            self.models, result.params, result.plan.masks, self.assignment[participants], result.num_samples
+        )
         self.pending, self.pending_masks = np.zeros(0, dtype=np.int64), {}
 
     def _prune(self, result: TrainResult) -> None:

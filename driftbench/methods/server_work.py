@@ -12,10 +12,11 @@ comparisons, logarithms and bit operations count as one each).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from sklearn.cluster import KMeans
 

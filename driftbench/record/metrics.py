@@ -36,7 +36,7 @@ def plateau_change(accuracy: np.ndarray, fraction: float = 0.2) -> float:
     Half-means rather than first and last values, so evaluation noise does not pass for a trend.
     """
     accuracy = np.asarray(accuracy, dtype=float)
-    tail = accuracy[-max(2, math.ceil(fraction * accuracy.size)):]
+    tail = accuracy[-max(2, math.ceil(fraction * accuracy.size)) :]
     if tail.size < 2:
         raise ValueError("plateau_change needs at least two evaluations")
     half = tail.size // 2
@@ -65,14 +65,10 @@ def time_to_accuracy(
         return None
     below = np.flatnonzero(accuracy < target)
     first = int(below[-1]) + 1 if below.size else 0
-    return TimeToAccuracy(
-        target=float(target), rounds=int(rounds[first]), sim_seconds=float(sim_seconds[first])
-    )
+    return TimeToAccuracy(target=float(target), rounds=int(rounds[first]), sim_seconds=float(sim_seconds[first]))
 
 
-def speedup(
-    reference_tta: TimeToAccuracy | None, method_tta: TimeToAccuracy | None
-) -> float | None:
+def speedup(reference_tta: TimeToAccuracy | None, method_tta: TimeToAccuracy | None) -> float | None:
     """Reference TTA seconds over method TTA seconds; None if either never reached the target.
 
     A method reaching the target at 0 simulated seconds gives inf, or 1.0 when the
@@ -85,9 +81,7 @@ def speedup(
     return reference_tta.sim_seconds / method_tta.sim_seconds
 
 
-def recovery(
-    rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, final: float
-) -> list[Recovery]:
+def recovery(rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, final: float) -> list[Recovery]:
     """One Recovery per drift event, measured over evaluations until the next later event.
 
     Duplicate event rounds each get their own, identical, entry: an event's interval
@@ -101,15 +95,10 @@ def recovery(
         raise ValueError("event_rounds must be sorted ascending")
     distinct = np.unique(events)
     ends = np.append(distinct, np.inf)[np.searchsorted(distinct, events, side="right")]
-    return [
-        _event_recovery(rounds, accuracy, int(start), end, final)
-        for start, end in zip(events, ends)
-    ]
+    return [_event_recovery(rounds, accuracy, int(start), end, final) for start, end in zip(events, ends)]
 
 
-def _event_recovery(
-    rounds: np.ndarray, accuracy: np.ndarray, start: int, end: float, final: float
-) -> Recovery:
+def _event_recovery(rounds: np.ndarray, accuracy: np.ndarray, start: int, end: float, final: float) -> Recovery:
     """Recovery of one event whose interval is rounds in [start, end)."""
     before = accuracy[rounds < start]
     in_interval = (rounds >= start) & (rounds < end)
@@ -117,16 +106,12 @@ def _event_recovery(
     pre = float(before[-PRE_WINDOW:].mean()) if before.size else None
     trough = float(window_accuracy.min()) if window_accuracy.size else None
     drop = pre - trough if pre is not None and trough is not None else None
-    rounds_to_recover = (
-        _rounds_to_recover(window_rounds, window_accuracy, pre, start) if pre is not None else None
-    )
+    rounds_to_recover = _rounds_to_recover(window_rounds, window_accuracy, pre, start) if pre is not None else None
     delta_permille = (pre - final) / pre * 1000 if pre is not None and pre != 0 else None
     return Recovery(start, pre, trough, drop, rounds_to_recover, delta_permille)
 
 
-def _rounds_to_recover(
-    window_rounds: np.ndarray, window_accuracy: np.ndarray, pre: float, start: int
-) -> int | None:
+def _rounds_to_recover(window_rounds: np.ndarray, window_accuracy: np.ndarray, pre: float, start: int) -> int | None:
     """Rounds from start to the first evaluation back within tolerance of pre, or None."""
     recovered = window_rounds[window_accuracy >= pre - RECOVERY_TOLERANCE]
     return int(recovered[0]) - start if recovered.size else None

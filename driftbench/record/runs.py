@@ -56,6 +56,8 @@ def load_record(folder: Path) -> RunRecord:
     try:
         config = read_json(folder / CONFIG)
         summary = read_summary(folder / SUMMARY) if (folder / SUMMARY).is_file() else None
-        return RunRecord(folder, config["trace"]["name"], config["trace"]["hash"], config["method"]["name"], int(config["seed"]), summary)
+        return RunRecord(
+            folder, config["trace"]["name"], config["trace"]["hash"], config["method"]["name"], int(config["seed"]), summary
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{folder}: not a readable run record ({type(exc).__name__}: {exc})") from None

@@ -152,7 +152,9 @@ def from_plain(cls: type, data: Any, where: str) -> Any:
     names = [f.name for f in fields(cls)]
     missing, extra = [n for n in names if n not in data], sorted(set(data) - set(names))
     if missing or extra:
-        raise RunError(f"{where}: not a {cls.__name__} of schema version {SCHEMA_VERSION} (missing {missing}, unexpected {extra})")
+        raise RunError(
+            f"{where}: not a {cls.__name__} of schema version {SCHEMA_VERSION} (missing {missing}, unexpected {extra})"
+        )
     hints = get_type_hints(cls)
     return cls(**{n: _typed(hints[n], data[n], f"{where}: {n}") for n in names})
 

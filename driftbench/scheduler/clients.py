@@ -12,7 +12,14 @@ import torch
 
 from driftbench.engine.batched import Params
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
-from driftbench.engine.evaluate import DataSummary, OutputSummary, client_gradients, client_inputs, client_outputs, per_client_mean
+from driftbench.engine.evaluate import (
+    DataSummary,
+    OutputSummary,
+    client_gradients,
+    client_inputs,
+    client_outputs,
+    per_client_mean,
+)
 from driftbench.methods.base import Method
 from driftbench.traces.model import ClientStream
 from driftbench.train_config import TrainConfig
@@ -24,8 +31,14 @@ class RoundClients:
     """Every client's current windows and transforms under the current model bank (``method.models``)."""
 
     def __init__(
-        self, stream: ClientStream, segments: np.ndarray, pool_y: np.ndarray, model: torch.nn.Module, data: DevicePool,
-        method: Method, train: TrainConfig,
+        self,
+        stream: ClientStream,
+        segments: np.ndarray,
+        pool_y: np.ndarray,
+        model: torch.nn.Module,
+        data: DevicePool,
+        method: Method,
+        train: TrainConfig,
     ) -> None:
         self.stream, self.segments, self.pool_y = stream, segments, pool_y
         self.model, self.data, self.method, self.train = model, data, method, train

@@ -26,8 +26,13 @@ class RunClock:
     overhead: Overhead = field(default_factory=Overhead)
 
     def advance(
-        self, plan: Plan, samples: np.ndarray, window_sizes: np.ndarray, traffic: RoundTraffic,
-        server_flops: int, server_wall_seconds: float,
+        self,
+        plan: Plan,
+        samples: np.ndarray,
+        window_sizes: np.ndarray,
+        traffic: RoundTraffic,
+        server_flops: int,
+        server_wall_seconds: float,
     ) -> None:
         """Add one round's duration and its model traffic.
 

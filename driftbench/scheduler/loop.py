@@ -55,8 +55,13 @@ def run(spec: RunSpec) -> Summary:
     stored = scheduler.begin()
     if stored is not None:
         return stored
-    rounds = tqdm(range(scheduler.next_round, spec.trace.rounds), desc=f"{spec.trace.name}/{spec.method.name}",
-                  initial=scheduler.next_round, total=spec.trace.rounds, disable=spec.quiet or not sys.stderr.isatty())
+    rounds = tqdm(
+        range(scheduler.next_round, spec.trace.rounds),
+        desc=f"{spec.trace.name}/{spec.method.name}",
+        initial=scheduler.next_round,
+        total=spec.trace.rounds,
+        disable=spec.quiet or not sys.stderr.isatty(),
+    )
     with SigintFlag() as sigint:
         for rnd in rounds:
             if not scheduler.step(rnd):
@@ -75,16 +80,23 @@ class Scheduler:
         self.spec, self.trace, self.train = spec, spec.trace, spec.train
         self.device = resolve_device(spec.device)
         dtype = getattr(torch, self.train.dtype)
-        self.model = build_model(self.train.model, spec.pool.input_shape, self.trace.num_classes, spec.seed, dtype).to(self.device)
+        self.model = build_model(self.train.model, spec.pool.input_shape, self.trace.num_classes, spec.seed, dtype).to(
+            self.device
+        )
         self.data = DevicePool(spec.pool, self.device, dtype)
         self.trainer = BatchedTrainer(self.model, self.data, default_chunk_size(self.model, self.device))
         init = {n: p.detach().clone() for n, p in self.model.named_parameters()}
-        self.ctx = RunContext(self.trace.num_clients, self.trace.num_classes, init, self.train, spec.seed, classifier_name(self.model))
+        self.ctx = RunContext(
+            self.trace.num_clients, self.trace.num_classes, init, self.train, spec.seed, classifier_name(self.model)
+        )
         self.method = spec.method.create()
         self.method.setup(self.ctx)
         self.stream = self.trace.stream
-        self.clock = RunClock(client_profiles(self.trace.num_clients, spec.seed), forward_flops(self.model, spec.pool.input_shape),
-                              self.ctx.model_bytes)
+        self.clock = RunClock(
+            client_profiles(self.trace.num_clients, spec.seed),
+            forward_flops(self.model, spec.pool.input_shape),
+            self.ctx.model_bytes,
+        )
         out = run_dir(spec.out, spec.trace.name, spec.method.name, spec.seed)
         self.recorder = Recorder(out, run_config(spec, self.device, self.trace.content_hash()))
         self.rows: list[RoundRow] = []
@@ -118,8 +130,12 @@ class Scheduler:
     def state(self) -> dict[str, Any]:
         """The scheduler's share of a checkpoint: clock totals, metrics so far, run status."""
         return {
-            "clock": self.clock.state(), "rows": [asdict(r) for r in self.rows], "status": self.status, "diverged_round": self.diverged_round,
-            "last_round": self.last_round, "wall_seconds": time.perf_counter() - self.started,
+            "clock": self.clock.state(),
+            "rows": [asdict(r) for r in self.rows],
+            "status": self.status,
+            "diverged_round": self.diverged_round,
+            "last_round": self.last_round,
+            "wall_seconds": time.perf_counter() - self.started,
         }
 
     def restore(self, saved: dict[str, Any]) -> None:
@@ -223,7 +239,10 @@ class Scheduler:
             ari_reference="ground_truth" if self.trace.num_groups else None,
             mean_client_distance_final=mean_client_distance(counts / counts.sum(1, keepdims=True), self.method.assignment),
             overhead=RunOverhead(
-                clock.server_seconds, clock.server_wall_seconds, overhead.upload_bytes, overhead.download_bytes,
+                clock.server_seconds,
+                clock.server_wall_seconds,
+                overhead.upload_bytes,
+                overhead.download_bytes,
                 overhead.client_extra_passes,
             ),
             sim_seconds=clock.sim_seconds,

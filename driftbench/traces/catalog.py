@@ -7,18 +7,25 @@ from pathlib import Path
 from typing import Any
 
 from driftbench.config import as_plain, build, catalog_files, check_table, check_types, described, lookup, read_toml, require
-from driftbench.data.sources import SOURCES, load_pool, source_params, source_reference
-from driftbench.train_config import TrainConfig
 from driftbench.data.pool import Pool
+from driftbench.data.sources import SOURCES, load_pool, source_params, source_reference
 from driftbench.errors import ConfigError, DataSourceError
 from driftbench.traces.generators import GENERATORS
 from driftbench.traces.io import load_trace
 from driftbench.traces.model import Trace
+from driftbench.train_config import TrainConfig
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "traces"
 SPEC_KEYS = {  # key -> TOML type
-    "description": str, "generator": str, "variant_of": str, "paper": str, "methods": list, "params": dict, "source": dict,
-    "train": dict, "scale": dict,
+    "description": str,
+    "generator": str,
+    "variant_of": str,
+    "paper": str,
+    "methods": list,
+    "params": dict,
+    "source": dict,
+    "train": dict,
+    "scale": dict,
 }
 SCALES = ("embedded", "paper")
 DEFAULT_METHODS = ("fedavg",)  # the comparison of a trace whose TOML or file names none

@@ -74,7 +74,9 @@ def fmow_regions(rng: np.random.Generator, params: FmowTimelineParams, pool: Poo
     streams = []
     for ids in per_region[: params.clients]:
         is_test = np.zeros(len(ids), dtype=bool)
-        is_test[rng.choice(len(ids), size=min(max(1, round(params.test_fraction * len(ids))), len(ids) - 1), replace=False)] = True
+        is_test[rng.choice(len(ids), size=min(max(1, round(params.test_fraction * len(ids))), len(ids) - 1), replace=False)] = (
+            True
+        )
         streams.append((ids[~is_test], day[ids[~is_test]], ids[is_test], day[ids[is_test]]))
     return streams
 
@@ -134,7 +136,10 @@ def make(params: FmowTimelineParams, pool: Pool) -> TraceBuilder:
     else:
         train_ids, test_ids = train_test_ids(rng, pool, params.test_fraction)
         ids_by_label = [by_label(ids, pool.y, pool.num_classes) for ids in (train_ids, test_ids)]
-        require(all(len(ids) for split in ids_by_label for ids in split), "fmow-timeline: every class needs train and test samples in the source")
+        require(
+            all(len(ids) for split in ids_by_label for ids in split),
+            "fmow-timeline: every class needs train and test samples in the source",
+        )
         regions = SyntheticRegions(rng, params, pool.num_classes)
         days = math.ceil((params.rounds + params.window_rounds) / params.rounds_per_day)
         streams = [regions.stream(r, ids_by_label, days) for r in range(params.clients)]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from driftbench.config import require
-from driftbench.errors import ConfigError
 from driftbench.data.pool import Pool
+from driftbench.errors import ConfigError
 from driftbench.traces.model import TraceBuilder
 
 
@@ -46,5 +47,7 @@ def register(generator: Generator) -> Generator:
     """Add ``generator`` to the registry under its name; a second generator of that name is a ConfigError."""
     taken = GENERATORS.setdefault(generator.name, generator)
     if taken is not generator:
-        raise ConfigError(f"generators in {taken.make.__module__} and {generator.make.__module__} are both named {generator.name!r}")
+        raise ConfigError(
+            f"generators in {taken.make.__module__} and {generator.make.__module__} are both named {generator.name!r}"
+        )
     return generator

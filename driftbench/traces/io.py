@@ -61,7 +61,5 @@ def _header(path: Path, data: dict[str, np.ndarray]) -> dict[str, Any]:
     if not isinstance(header["info"], dict) or not isinstance(header.get("defaults", {}), dict):
         raise TraceFileError(f"{path}: header info and defaults must be JSON objects")
     if header["format"] != FORMAT_VERSION:
-        raise TraceFileError(
-            f"{path}: trace format {header['format']!r}; this driftbench reads format {FORMAT_VERSION}"
-        )
+        raise TraceFileError(f"{path}: trace format {header['format']!r}; this driftbench reads format {FORMAT_VERSION}")
     return header

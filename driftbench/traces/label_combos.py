@@ -34,7 +34,9 @@ class LabelCombosParams(ClientParams):
         super().__post_init__()
         require(self.combos >= 2, f"combos must be >= 2, got {self.combos}")
         require(self.labels >= 1, f"labels must be >= 1, got {self.labels}")
-        require(0 <= self.drift_round < self.rounds, f"drift_round must be in 0..rounds-1 ({self.rounds - 1}), got {self.drift_round}")
+        require(
+            0 <= self.drift_round < self.rounds, f"drift_round must be in 0..rounds-1 ({self.rounds - 1}), got {self.drift_round}"
+        )
         require(0 <= self.fraction <= 1, f"fraction must be in [0, 1], got {self.fraction}")
 
 
@@ -42,7 +44,10 @@ def combinations(rng: np.random.Generator, count: int, labels: int, num_classes:
     """``count`` distinct random ``labels``-subsets of the classes, each sorted: count x labels."""
     require(labels <= num_classes, f"label-combos: labels must be <= the source's {num_classes} classes, got {labels}")
     available = math.comb(num_classes, labels)
-    require(count <= available, f"label-combos: only {available} combinations of {labels} of {num_classes} classes exist, asked for {count}")
+    require(
+        count <= available,
+        f"label-combos: only {available} combinations of {labels} of {num_classes} classes exist, asked for {count}",
+    )
     found: dict[bytes, np.ndarray] = {}
     while len(found) < count:
         combo = np.sort(rng.choice(num_classes, size=labels, replace=False))
@@ -61,8 +66,10 @@ def make(params: LabelCombosParams, pool: Pool) -> TraceBuilder:
     train_ids, test_ids = train_test_ids(rng, pool, params.test_fraction)
     train_by_label = by_label(train_ids, pool.y, pool.num_classes)
     test_by_label = by_label(test_ids, pool.y, pool.num_classes)
-    require(all(len(train_by_label[c]) and len(test_by_label[c]) for c in range(pool.num_classes)),
-            "label-combos: every class needs train and test samples in the source; use more samples per class")
+    require(
+        all(len(train_by_label[c]) and len(test_by_label[c]) for c in range(pool.num_classes)),
+        "label-combos: every class needs train and test samples in the source; use more samples per class",
+    )
 
     def data(combo: int) -> tuple[np.ndarray, np.ndarray]:
         labels = combos[combo]

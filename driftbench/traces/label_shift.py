@@ -26,7 +26,9 @@ class LabelShiftParams(ClientParams):
     def __post_init__(self) -> None:
         super().__post_init__()
         require(0 < self.rho <= 0.5, f"rho must be in (0, 0.5] (at least 2 label groups), got {self.rho}")
-        require(0 < self.drift_round < self.rounds, f"drift_round must be in 1..rounds-1 ({self.rounds - 1}), got {self.drift_round}")
+        require(
+            0 < self.drift_round < self.rounds, f"drift_round must be in 1..rounds-1 ({self.rounds - 1}), got {self.drift_round}"
+        )
         require(0 <= self.fraction <= 1, f"fraction must be in [0, 1], got {self.fraction}")
 
 
@@ -34,7 +36,10 @@ def label_groups(rng: np.random.Generator, num_classes: int, rho: float) -> np.n
     """floor(1 / rho) disjoint groups of round(rho x C) classes each, from a random class order: groups x labels."""
     per_group = max(1, round(rho * num_classes))
     groups = int(1 / rho + 1e-9)
-    require(groups * per_group <= num_classes, f"label-shift: rho={rho} needs {groups} x {per_group} classes, the source has {num_classes}")
+    require(
+        groups * per_group <= num_classes,
+        f"label-shift: rho={rho} needs {groups} x {per_group} classes, the source has {num_classes}",
+    )
     return rng.permutation(num_classes)[: groups * per_group].reshape(groups, per_group)
 
 

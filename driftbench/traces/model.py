@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ class ClientStream:
         ptr, idx, bounds = getattr(self, f"{kind}_ptr"), getattr(self, f"{kind}_idx"), getattr(self, f"seg_{kind}")
         base = ptr[int(np.searchsorted(self.seg_ptr, seg, side="right")) - 1]
         lo, hi = bounds[seg]
-        return idx[base + lo: base + hi]
+        return idx[base + lo : base + hi]
 
     def train_indices(self, seg: int) -> np.ndarray:
         """Pool indices of segment ``seg``'s training window."""
@@ -176,7 +177,7 @@ class Trace:
         return [
             DriftEvent(
                 int(self.event_round[e]),
-                self.event_clients[self.event_ptr[e]: self.event_ptr[e + 1]],
+                self.event_clients[self.event_ptr[e] : self.event_ptr[e + 1]],
                 self.info["event_kinds"][e],
                 float(self.event_magnitude[e]),
             )
@@ -215,9 +216,7 @@ class TraceBuilder:
         mapping = np.arange(self.num_classes) if label_map is None else np.asarray(label_map, dtype=np.int64)
         map_id = self._maps.setdefault(mapping.tobytes(), len(self._maps))
         n_train, n_test = len(self._train[client]), len(self._test[client])
-        self._segments[client].append(
-            (start, train or (0, n_train), test or (0, n_test), map_id, rotation % 360, group)
-        )
+        self._segments[client].append((start, train or (0, n_train), test or (0, n_test), map_id, rotation % 360, group))
 
     def phases(
         self, client: int, starts: list[int], trains: list[np.ndarray], tests: list[np.ndarray], groups: list[int]
@@ -230,7 +229,11 @@ class TraceBuilder:
             self.segment(client, start, train=train, test=(int(test_ends[j]), int(test_ends[j + 1])), group=groups[j])
 
     def switch_once(
-        self, first: np.ndarray, then: np.ndarray, movers: np.ndarray, rnd: int,
+        self,
+        first: np.ndarray,
+        then: np.ndarray,
+        movers: np.ndarray,
+        rnd: int,
         data: Callable[[int], tuple[np.ndarray, np.ndarray]],
     ) -> None:
         """Client c holds block ``data(first[c])`` (its group); ``movers`` switch to ``data(then[c])`` at ``rnd``, a label event."""
@@ -291,10 +294,9 @@ def client_shifts(trace: Trace, event: DriftEvent, pool_y: np.ndarray) -> np.nda
     if event.round == 0:
         return np.zeros(len(event.clients))
     before, after = trace.segments_at(event.round - 1), trace.segments_at(event.round)
-    return np.array([
-        l1_shift(trace.label_distribution(before[c], pool_y), trace.label_distribution(after[c], pool_y))
-        for c in event.clients
-    ])
+    return np.array(
+        [l1_shift(trace.label_distribution(before[c], pool_y), trace.label_distribution(after[c], pool_y)) for c in event.clients]
+    )
 
 
 def label_distribution(labels: np.ndarray, num_classes: int) -> np.ndarray:

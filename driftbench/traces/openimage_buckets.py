@@ -53,8 +53,10 @@ class OpenImageBucketsParams(ClientParams):
             self.rounds <= self.buckets * self.bucket_rounds,
             f"rounds must be <= buckets x bucket_rounds ({self.buckets * self.bucket_rounds}), or windows run dry; got {self.rounds}",
         )
-        require(self.buckets <= self.min_classes <= self.top_classes,
-                f"need buckets <= min_classes <= top_classes, got {self.buckets}, {self.min_classes}, {self.top_classes}")
+        require(
+            self.buckets <= self.min_classes <= self.top_classes,
+            f"need buckets <= min_classes <= top_classes, got {self.buckets}, {self.min_classes}, {self.top_classes}",
+        )
         require(self.groups >= 1, f"groups must be >= 1, got {self.groups}")
         require(self.bucket_classes >= 1, f"bucket_classes must be >= 1, got {self.bucket_classes}")
 
@@ -68,9 +70,14 @@ class BucketedClient:
     interest: np.ndarray
 
 
-def fedscale_clients(rng: np.random.Generator, params: OpenImageBucketsParams, pool: Pool, train_ids: np.ndarray) -> list[BucketedClient]:
+def fedscale_clients(
+    rng: np.random.Generator, params: OpenImageBucketsParams, pool: Pool, train_ids: np.ndarray
+) -> list[BucketedClient]:
     """FedScale clients holding >= ``min_classes`` top classes (by client id); their labels split at random into buckets."""
-    require(params.top_classes <= pool.num_classes, f"openimage-buckets: top_classes must be <= the source's {pool.num_classes} classes")
+    require(
+        params.top_classes <= pool.num_classes,
+        f"openimage-buckets: top_classes must be <= the source's {pool.num_classes} classes",
+    )
     top = np.argsort(-np.bincount(pool.y[train_ids], minlength=pool.num_classes), kind="stable")[: params.top_classes]
     ids = train_ids[np.isin(pool.y[train_ids], top)]
     owner = pool.meta["client"].to_numpy()[ids]
@@ -97,10 +104,14 @@ def random_buckets(rng: np.random.Generator, ids: np.ndarray, pool_y: np.ndarray
     return ids[order], bucket[order]
 
 
-def interest_clients(rng: np.random.Generator, params: OpenImageBucketsParams, pool: Pool, train_ids: np.ndarray) -> list[BucketedClient]:
+def interest_clients(
+    rng: np.random.Generator, params: OpenImageBucketsParams, pool: Pool, train_ids: np.ndarray
+) -> list[BucketedClient]:
     """Synthetic clients: every bucket follows an interest drawn at random and holds ``bucket_classes`` of its classes."""
-    require(params.groups * params.bucket_classes <= pool.num_classes,
-            f"openimage-buckets: groups x bucket_classes must be <= the source's {pool.num_classes} classes")
+    require(
+        params.groups * params.bucket_classes <= pool.num_classes,
+        f"openimage-buckets: groups x bucket_classes must be <= the source's {pool.num_classes} classes",
+    )
     interests = np.array_split(np.arange(pool.num_classes), params.groups)
     train_by_label = by_label(train_ids, pool.y, pool.num_classes)
     per_label = max(1, params.train_samples // (params.buckets * params.bucket_classes))
@@ -113,7 +124,9 @@ def interest_clients(rng: np.random.Generator, params: OpenImageBucketsParams, p
     return clients
 
 
-def bucket_tests(rng: np.random.Generator, client: BucketedClient, pool_y: np.ndarray, test_by_label: list[np.ndarray], n: int) -> np.ndarray:
+def bucket_tests(
+    rng: np.random.Generator, client: BucketedClient, pool_y: np.ndarray, test_by_label: list[np.ndarray], n: int
+) -> np.ndarray:
     """Per bucket, ``n`` test samples following the bucket's label mix, in bucket order."""
     tests = []
     for b in range(len(client.interest)):

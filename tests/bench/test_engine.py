@@ -38,10 +38,13 @@ def test_bench_engine_text_for_a_conv_net(capsys):
     assert "chunk size 1" in out and "speedup_vs_sequential" in out and "GFLOP/s" in out
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--clients", "0"], "--clients must be >= 1, got 0"),
-    (["--model", "vgg"], "--model 'vgg': allowed:"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--clients", "0"], "--clients must be >= 1, got 0"),
+        (["--model", "vgg"], "--model 'vgg': allowed:"),
+    ],
+)
 def test_bench_engine_rejects_bad_settings(args, message, capsys):
     assert main(["bench", "engine", *args]) == 2
     assert message in capsys.readouterr().err
@@ -60,8 +63,13 @@ def small_round(model_name, shape, device="cpu", clients=4, steps=6):
     model = build_model(model_name, shape, 5, seed=0, dtype=torch.float32).to(device)
     data = DevicePool(pool, torch.device(device), torch.float32)
     windows = [np.arange(k * 40, (k + 1) * 40) for k in range(clients)]
-    work = LocalWork(np.arange(clients), batch_plan(rng, windows, steps, 16), np.full(clients, steps),
-                     np.tile(np.arange(5), (clients, 1)), np.array([0, 90, 180, 270] * clients)[:clients])
+    work = LocalWork(
+        np.arange(clients),
+        batch_plan(rng, windows, steps, 16),
+        np.full(clients, steps),
+        np.tile(np.arange(5), (clients, 1)),
+        np.array([0, 90, 180, 270] * clients)[:clients],
+    )
     start = {n: p.detach().unsqueeze(0).repeat(clients, *[1] * p.dim()) for n, p in model.named_parameters()}
     cfg = TrainConfig(model=model_name, lr=0.05, momentum=0.9, batch_size=16, local_steps=steps)
     return model, data, start, work, cfg
@@ -89,6 +97,7 @@ def test_compile_failure_falls_back_to_eager(monkeypatch, caplog):
     def broken_compile(fn, **_kwargs):
         def fail(*_args):
             raise RuntimeError("no compiler")
+
         return fail
 
     model, data, start, work, cfg = small_round("mlp", (1, 8, 8))

@@ -27,7 +27,12 @@ def write_cifar(root: Path, cls: type, label_key: bytes, rng: np.random.Generato
         xs, ys = [], []
         for name, _md5 in files:
             x, y = images(rng, 2, (3, 32, 32)), rng.integers(0, 10, 2)
-            batch = {b"batch_label": name.encode(), b"data": x.reshape(2, -1), label_key: y.tolist(), b"filenames": [b"a.png", b"b.png"]}
+            batch = {
+                b"batch_label": name.encode(),
+                b"data": x.reshape(2, -1),
+                label_key: y.tolist(),
+                b"filenames": [b"a.png", b"b.png"],
+            }
             (folder / name).write_bytes(pickle.dumps(batch, protocol=2))
             xs.append(x)
             ys.append(y)
@@ -98,15 +103,17 @@ def write_fedscale(root: Path, train=FEDSCALE_TRAIN, test=FEDSCALE_TEST) -> None
             Image.new("RGB", (30 + 7 * k, 20 + 3 * k), next(colours)).save(target)
 
 
-FMOW_HEADER = ("split,img_filename,img_path,spatial_reference,epsg,category,visible,img_width,img_height,"
-          "country_code,cloud_cover,timestamp,lat,lon,region")
+FMOW_HEADER = (
+    "split,img_filename,img_path,spatial_reference,epsg,category,visible,img_width,img_height,"
+    "country_code,cloud_cover,timestamp,lat,lon,region"
+)
 # split, epsg, category, timestamp, lat, lon
 FMOW_ROWS = [
-    ("train", 32617, "airport", "2015-03-12T15:59:45Z", 35.0, -80.5),       # zone 17, band S -> 1714
-    ("seq", 32617, "zoo", "2016-01-01T00:00:00Z", 35.0, -80.5),            # sequestered: dropped
-    ("val", 32733, "crop_field", "2016-07-01T10:00:00.5Z", -10.0, 14.9),   # zone 33, band L -> 3308
-    ("train", 32617, "airport", "2014-12-31T23:59:59Z", 35.0, -80.5),      # before 2015: dropped
-    ("test", 4326, "zoo", "2017-02-03T04:05:06Z", 50.0, 10.5),             # not UTM: zone 32 from lon, band U -> 3216
+    ("train", 32617, "airport", "2015-03-12T15:59:45Z", 35.0, -80.5),  # zone 17, band S -> 1714
+    ("seq", 32617, "zoo", "2016-01-01T00:00:00Z", 35.0, -80.5),  # sequestered: dropped
+    ("val", 32733, "crop_field", "2016-07-01T10:00:00.5Z", -10.0, 14.9),  # zone 33, band L -> 3308
+    ("train", 32617, "airport", "2014-12-31T23:59:59Z", 35.0, -80.5),  # before 2015: dropped
+    ("test", 4326, "zoo", "2017-02-03T04:05:06Z", 50.0, 10.5),  # not UTM: zone 32 from lon, band U -> 3216
 ]
 
 
@@ -115,7 +122,9 @@ def write_fmow(root: Path, rows=FMOW_ROWS, header=FMOW_HEADER, images=True) -> N
     (root / "images").mkdir(parents=True, exist_ok=True)
     lines = [header]
     for i, (split, epsg, category, stamp, lat, lon) in enumerate(rows):
-        lines.append(f"{split},img_{i}.jpg,{split}/{category}/img_{i}.jpg,PROJCS,{epsg},{category},True,224,224,USA,0,{stamp},{lat},{lon},Americas")
+        lines.append(
+            f"{split},img_{i}.jpg,{split}/{category}/img_{i}.jpg,PROJCS,{epsg},{category},True,224,224,USA,0,{stamp},{lat},{lon},Americas"
+        )
         if images and split != "seq" and not stamp.startswith("2014"):
             Image.new("RGB", (24, 24), (40 * (i + 1),) * 3).save(root / "images" / f"rgb_img_{i}.png")
     (root / "rgb_metadata.csv").write_text("\n".join(lines) + "\n")

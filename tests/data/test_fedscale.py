@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from PIL import Image
 
 from driftbench.data import load_pool
 from driftbench.errors import DataSourceError
-from tests.data.formats import FEDSCALE_COLOURS as COLOURS, FEDSCALE_HEADER as HEADER, FEDSCALE_TEST as TEST, FEDSCALE_TRAIN as TRAIN
+from tests.data.formats import (
+    FEDSCALE_COLOURS as COLOURS,
+)
+from tests.data.formats import (
+    FEDSCALE_HEADER as HEADER,
+)
+from tests.data.formats import (
+    FEDSCALE_TEST as TEST,
+)
+from tests.data.formats import (
+    FEDSCALE_TRAIN as TRAIN,
+)
 from tests.data.formats import write_fedscale as write_folder
+
 
 def test_pool_from_mapping_and_images(tmp_path):
     write_folder(tmp_path)
@@ -45,12 +56,19 @@ def test_cache_is_keyed_by_the_mapping(tmp_path):
 @pytest.mark.parametrize(
     "damage,message",
     [
-        (lambda root: (root / "client_data_mapping/test.csv").unlink(), r"missing file .*client_data_mapping/test.csv; put FedScale"),
-        (lambda root: (root / "client_data_mapping/train.csv").write_text("client_id,sample_path,label_id\n1,x.png,0\n"),
-         r"train.csv lacks column 'label_name'"),
+        (
+            lambda root: (root / "client_data_mapping/test.csv").unlink(),
+            r"missing file .*client_data_mapping/test.csv; put FedScale",
+        ),
+        (
+            lambda root: (root / "client_data_mapping/train.csv").write_text("client_id,sample_path,label_id\n1,x.png,0\n"),
+            r"train.csv lacks column 'label_name'",
+        ),
         (lambda root: (root / "test/t/2.png").unlink(), r"missing image .*test/t/2.png"),
-        (lambda root: (root / "client_data_mapping/test.csv").write_text(HEADER + "1,t/1.png,dog,x\n"),
-         r"test.csv: column 'label_id' must hold integers >= 0"),
+        (
+            lambda root: (root / "client_data_mapping/test.csv").write_text(HEADER + "1,t/1.png,dog,x\n"),
+            r"test.csv: column 'label_id' must hold integers >= 0",
+        ),
     ],
 )
 def test_broken_folder_gets_one_line_naming_the_problem(tmp_path, damage, message):

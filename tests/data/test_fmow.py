@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from driftbench.data import load_pool
 from driftbench.errors import ConfigError, DataSourceError
-from tests.data.formats import FMOW_HEADER as HEADER, write_fmow as write_folder
+from tests.data.formats import FMOW_HEADER as HEADER
+from tests.data.formats import write_fmow as write_folder
+
 
 def test_pool_keeps_recent_unsequestered_rows_with_meta(tmp_path):
     write_folder(tmp_path)
@@ -19,7 +20,9 @@ def test_pool_keeps_recent_unsequestered_rows_with_meta(tmp_path):
     assert pool.num_classes == 3 and pool.y.tolist() == [0, 1, 2]  # airport, crop_field, zoo in alphabetical order
     assert pool.meta["timestamp"].dtype == np.dtype("datetime64[ns]")
     assert pool.meta["timestamp"].tolist() == [
-        pd.Timestamp("2015-03-12 15:59:45"), pd.Timestamp("2016-07-01 10:00:00.5"), pd.Timestamp("2017-02-03 04:05:06")
+        pd.Timestamp("2015-03-12 15:59:45"),
+        pd.Timestamp("2016-07-01 10:00:00.5"),
+        pd.Timestamp("2017-02-03 04:05:06"),
     ]
     assert pool.meta["region"].dtype == np.int64 and pool.meta["region"].tolist() == [1714, 3308, 3216]
     assert pool.meta["split"].tolist() == ["train", "val", "test"]

@@ -166,8 +166,19 @@ def test_family_spread_runs_from_identical_to_unrelated_members() -> None:
 
 
 def test_a_model_tells_families_apart_far_better_than_their_members() -> None:
-    pool = load_pool("synthetic", {"classes": 20, "size": 8, "samples_per_class": 100, "noise": 0.1, "nuisance": 0.5,
-                                   "shift": 0.0, "family_size": 2, "family_spread": 0.1})
+    pool = load_pool(
+        "synthetic",
+        {
+            "classes": 20,
+            "size": 8,
+            "samples_per_class": 100,
+            "noise": 0.1,
+            "nuisance": 0.5,
+            "shift": 0.0,
+            "family_size": 2,
+            "family_spread": 0.1,
+        },
+    )
     x = pool.x.reshape(len(pool), -1).astype(np.float32) / 255.0
     train, test = _split(pool, 0.7)
     with warnings.catch_warnings():

@@ -16,6 +16,7 @@ from driftbench.data import load_pool
 from driftbench.errors import DataSourceError
 from tests.data.formats import TORCHVISION_WRITERS, write_cifar, write_mnist
 
+
 @pytest.fixture(autouse=True)
 def no_downloads(monkeypatch):
     """Any download attempt fails as if offline (a test that expects one replaces this)."""
@@ -88,7 +89,18 @@ def test_malformed_files_are_named(tmp_path):
         load_pool("cifar10", {"root": str(tmp_path / "c")})
 
 
-TINY_TRACE = ["--set", "clients=4", "--set", "rounds=4", "--set", "drift_every=2", "--set", "train_samples=4", "--set", "test_samples=2"]
+TINY_TRACE = [
+    "--set",
+    "clients=4",
+    "--set",
+    "rounds=4",
+    "--set",
+    "drift_every=2",
+    "--set",
+    "train_samples=4",
+    "--set",
+    "test_samples=2",
+]
 
 
 def test_data_root_option_reaches_the_source_and_trace_files(tmp_path, capsys):
@@ -98,8 +110,25 @@ def test_data_root_option_reaches_the_source_and_trace_files(tmp_path, capsys):
     write_cifar(first, tv.CIFAR10, b"labels", np.random.default_rng(0))
     assert main(["trace", "show", "label-swap", "--set", "source=cifar10", "--data-root", str(first), *TINY_TRACE]) == 0
     trace_file = tmp_path / "tiny.trace"
-    assert main(["trace", "make", "label-swap", "--set", "source=cifar10", "--set", "source.download=false",
-                 "--data-root", str(first), *TINY_TRACE, "--out", str(trace_file)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "make",
+                "label-swap",
+                "--set",
+                "source=cifar10",
+                "--set",
+                "source.download=false",
+                "--data-root",
+                str(first),
+                *TINY_TRACE,
+                "--out",
+                str(trace_file),
+            ]
+        )
+        == 0
+    )
     first.rename(moved)
     capsys.readouterr()
     assert main(["trace", "show", str(trace_file)]) == 2  # the recorded folder is gone

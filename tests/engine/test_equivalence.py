@@ -60,14 +60,20 @@ def test_masks_freeze_entries_and_path_sums_to_the_update():
     model = build_model("mlp", pool.input_shape, pool.num_classes, seed=0, dtype=torch.float64)
     data = DevicePool(pool, torch.device("cpu"), torch.float64)
     cfg = TrainConfig(model="mlp", lr=0.1, momentum=0.9, weight_decay=1e-3, batch_size=8, local_steps=4)
-    work = LocalWork(np.arange(2), batch_plan(np.random.default_rng(0), [np.arange(50), np.arange(50, 120)], 4, 8),
-                     np.array([4, 2]), np.tile(np.arange(5), (2, 1)), np.zeros(2, dtype=np.int64))
+    work = LocalWork(
+        np.arange(2),
+        batch_plan(np.random.default_rng(0), [np.arange(50), np.arange(50, 120)], 4, 8),
+        np.array([4, 2]),
+        np.tile(np.arange(5), (2, 1)),
+        np.zeros(2, dtype=np.int64),
+    )
     start = {n: p.detach().unsqueeze(0).repeat(2, *[1] * p.dim()) for n, p in model.named_parameters()}
     trainer = BatchedTrainer(model, data)
     plain = trainer.train(start, work, cfg)
     mask = (torch.rand(start["1.weight"].shape, generator=torch.Generator().manual_seed(0)) > 0.5).double()
-    masked = trainer.train(start, work, cfg, masks={"1.weight": mask, "3.bias": torch.zeros_like(start["3.bias"])},
-                           record=("5.weight",))
+    masked = trainer.train(
+        start, work, cfg, masks={"1.weight": mask, "3.bias": torch.zeros_like(start["3.bias"])}, record=("5.weight",)
+    )
     frozen = mask == 0
     assert torch.equal(masked.params["1.weight"][frozen], start["1.weight"][frozen])
     assert not torch.equal(masked.params["1.weight"][~frozen], start["1.weight"][~frozen])
@@ -84,8 +90,13 @@ def test_one_client_trains_when_all_clients_share_a_fused_step():
     model = build_model("mlp", pool.input_shape, pool.num_classes, seed=0, dtype=torch.float64)
     data = DevicePool(pool, torch.device("cpu"), torch.float64)
     cfg = TrainConfig(model="mlp", lr=0.1, batch_size=8, local_steps=2)
-    work = LocalWork(np.arange(1), batch_plan(np.random.default_rng(0), [np.arange(50)], 2, 8),
-                     np.array([2]), np.arange(5)[None], np.zeros(1, dtype=np.int64))
+    work = LocalWork(
+        np.arange(1),
+        batch_plan(np.random.default_rng(0), [np.arange(50)], 2, 8),
+        np.array([2]),
+        np.arange(5)[None],
+        np.zeros(1, dtype=np.int64),
+    )
     start = {n: p.detach().unsqueeze(0).clone() for n, p in model.named_parameters()}
     batched = BatchedTrainer(model, data, chunk_size=None).train(start, work, cfg)
     sequential = train_sequential(model, data, start, work, cfg)

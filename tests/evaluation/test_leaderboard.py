@@ -10,15 +10,24 @@ import pandas as pd
 import pytest
 
 from driftbench.cli import main
-from driftbench.runner import Execution, Request, plan_jobs, run_here
+from driftbench.evaluation.leaderboard import write_leaderboard
+from driftbench.record.metrics import speedup
 from driftbench.record.schema import read_summary
 from driftbench.record.summarize import summary_tta
-from driftbench.record.metrics import speedup
-from driftbench.evaluation.leaderboard import write_leaderboard
+from driftbench.runner import Execution, Request, plan_jobs, run_here
 
-matplotlib_image = pytest.importorskip("matplotlib.image", reason="the leaderboard's plots need matplotlib (pip install 'driftbench[plots]')")
+matplotlib_image = pytest.importorskip(
+    "matplotlib.image", reason="the leaderboard's plots need matplotlib (pip install 'driftbench[plots]')"
+)
 
-TINY = {"clients": "10", "rounds": "6", "drift_every": "3", "fraction": "0.5", "train.participants": "5", "train.local_steps": "3"}
+TINY = {
+    "clients": "10",
+    "rounds": "6",
+    "drift_every": "3",
+    "fraction": "0.5",
+    "train.participants": "5",
+    "train.local_steps": "3",
+}
 METHODS = ["fedavg", "static", "oracle"]
 CHROMIUM = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--enable-logging=stderr", "--v=0"]
 

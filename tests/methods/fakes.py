@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
-from driftbench.train_config import TrainConfig
 from driftbench.methods.base import ClientQueries, Overhead, RunContext
+from driftbench.train_config import TrainConfig
 
 
 class ScriptedClients:
@@ -23,7 +23,9 @@ class ScriptedClients:
         return self.grads[clients]
 
     def inputs(self, clients, summarize):
-        return np.stack([summarize(torch.as_tensor(self.inputs_table[c]), torch.zeros(len(self.inputs_table[c]))) for c in clients])
+        return np.stack(
+            [summarize(torch.as_tensor(self.inputs_table[c]), torch.zeros(len(self.inputs_table[c]))) for c in clients]
+        )
 
 
 def context(n, participants, params=None, classes=3):

@@ -5,7 +5,6 @@ import torch
 
 from driftbench.methods.base import Plan, TrainResult
 from driftbench.methods.catalog import load_method
-
 from tests.methods.fakes import ScriptedClients, context, queries
 
 

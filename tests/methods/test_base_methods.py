@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.train_config import TrainConfig
 from driftbench.errors import ConfigError, RunError
+from driftbench.methods import server_work
 from driftbench.methods.base import ClientQueries, Overhead, RoundTraffic, RunContext, cluster_average, sample_participants
 from driftbench.methods.catalog import load_method
 from driftbench.methods.clustering import kmeans_by_silhouette
-from driftbench.methods import server_work
+from driftbench.train_config import TrainConfig
 
 
 def ctx(n=6, participants=3):
@@ -63,7 +63,7 @@ def test_kmeans_by_silhouette_finds_planted_groups():
     points = np.repeat(centers, 10, axis=0) + rng.normal(0, 0.01, (30, 4))
     labels = kmeans_by_silhouette(points, 2, 10, seed=0)
     assert len(set(labels.tolist())) == 3
-    assert all(len(set(labels[i * 10:(i + 1) * 10].tolist())) == 1 for i in range(3))
+    assert all(len(set(labels[i * 10 : (i + 1) * 10].tolist())) == 1 for i in range(3))
     assert set(kmeans_by_silhouette(np.ones((5, 3)), 2, 10, seed=0).tolist()) == {0}
 
 

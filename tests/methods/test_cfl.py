@@ -6,7 +6,6 @@ import torch
 from driftbench.methods.base import Overhead, Plan, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.cfl import bipartition, should_split
-
 from tests.methods.fakes import ScriptedClients, context, queries
 
 

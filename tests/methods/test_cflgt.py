@@ -8,11 +8,11 @@ import torch
 import torch.nn.functional as F
 
 from driftbench.cli import main
-from driftbench.train_config import TrainConfig
 from driftbench.errors import ConfigError
 from driftbench.methods.base import ClientQueries, Overhead, RunContext
 from driftbench.methods.catalog import load_method
 from driftbench.methods.cflgt import affinity_clusters, class_forces, trajectory, trajectory_distances
+from driftbench.train_config import TrainConfig
 
 
 def test_forces_sum_back_to_the_classifier_weight_gradient():
@@ -85,7 +85,10 @@ def test_cflgt_clusters_once_after_pretraining_unless_asked_to_recluster():
         assert method.assignment.tolist() in ([0, 1, 0, 1, 1, 0], [1, 0, 1, 0, 0, 1]) and method.num_models == 2
         # each clustering: 6 probe downloads, 6 x 2C numbers up, 6 forward passes
         assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (
-            expected_calls * 600, expected_calls * 6 * 4 * 4, expected_calls * 6)
+            expected_calls * 600,
+            expected_calls * 6 * 4 * 4,
+            expected_calls * 6,
+        )
 
 
 def test_bad_parameters_name_the_field():
@@ -96,9 +99,30 @@ def test_bad_parameters_name_the_field():
 
 
 def test_cflgt_runs_on_label_swap_through_the_cli(tmp_path, capsys):
-    args = ["run", "--trace", "label-swap", "--method", "cflgt", "--out", str(tmp_path), "--rounds", "6", "--set", "clients=12",
-            "--set", "train.participants=6", "--set", "train.local_steps=3", "--set", "drift_every=3",
-            "--set", "method.pretrain_rounds=2", "--set", "method.recluster_every=2", "--quiet"]
+    args = [
+        "run",
+        "--trace",
+        "label-swap",
+        "--method",
+        "cflgt",
+        "--out",
+        str(tmp_path),
+        "--rounds",
+        "6",
+        "--set",
+        "clients=12",
+        "--set",
+        "train.participants=6",
+        "--set",
+        "train.local_steps=3",
+        "--set",
+        "drift_every=3",
+        "--set",
+        "method.pretrain_rounds=2",
+        "--set",
+        "method.recluster_every=2",
+        "--quiet",
+    ]
     assert main(args) == 0, capsys.readouterr().err
     summary = json.loads((tmp_path / "label-swap/cflgt/seed0/summary.json").read_text())
     assert summary["status"] == "ok"

@@ -23,8 +23,11 @@ def test_kernels_match_scipy(metric):
     rng = np.random.default_rng(0)
     a, b = rng.dirichlet(np.ones(6), 5), rng.dirichlet(np.ones(6), 4)
     ours = pairwise_distances(torch.as_tensor(a), torch.as_tensor(b), metric).numpy()
-    expected = {"l1": cdist(a, b, "cityblock"), "l2": cdist(a, b),
-                "js": np.array([[jensenshannon(x, y, base=2) for y in b] for x in a])}[metric]
+    expected = {
+        "l1": cdist(a, b, "cityblock"),
+        "l2": cdist(a, b),
+        "js": np.array([[jensenshannon(x, y, base=2) for y in b] for x in a]),
+    }[metric]
     np.testing.assert_allclose(ours, expected, atol=1e-6)
 
 
@@ -33,8 +36,12 @@ def test_width_check_agrees_with_brute_force(metric):
     rng = np.random.default_rng(1)
     points = rng.dirichlet(np.full(5, 0.5), 40)
     labels = rng.integers(0, 3, 40)
-    widest = max(cdist(points[labels == c], points[labels == c], "cityblock" if metric == "l1" else
-                       lambda x, y: jensenshannon(x, y, base=2)).max() for c in range(3))
+    widest = max(
+        cdist(
+            points[labels == c], points[labels == c], "cityblock" if metric == "l1" else lambda x, y: jensenshannon(x, y, base=2)
+        ).max()
+        for c in range(3)
+    )
     for threshold in (0.5 * widest, widest - 1e-4, widest + 1e-4, 2 * widest):
         assert any_cluster_wider_than(torch.as_tensor(points), labels, metric, threshold) == (widest > threshold)
 

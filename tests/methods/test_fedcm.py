@@ -8,14 +8,27 @@ import pytest
 import torch
 
 from driftbench.cli import main
-from driftbench.train_config import TrainConfig
 from driftbench.errors import ConfigError
 from driftbench.methods.base import RunContext, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.fedcm import migrations, modularity_local_moves, path_similarity, similarity_graph
+from driftbench.train_config import TrainConfig
 
-TINY = ["--rounds", "6", "--set", "clients=12", "--set", "train.participants=6", "--set", "train.local_steps=3",
-        "--set", "drift_every=3", "--set", "method.warmup_steps=4", "--quiet"]
+TINY = [
+    "--rounds",
+    "6",
+    "--set",
+    "clients=12",
+    "--set",
+    "train.participants=6",
+    "--set",
+    "train.local_steps=3",
+    "--set",
+    "drift_every=3",
+    "--set",
+    "method.warmup_steps=4",
+    "--quiet",
+]
 
 
 def test_path_similarity_is_eq4_over_all_steps_and_layers():
@@ -30,7 +43,10 @@ def test_path_similarity_is_eq4_over_all_steps_and_layers():
 def eq5(weights, labels):
     """Modularity by Eq. 5 written out: (1/2m) sum_c (sum_{i,j in c} w_ij - (sum_{i in c} k_i)^2 / 2m)."""
     k, two_m = weights.sum(1), weights.sum()
-    return sum(weights[np.ix_(labels == c, labels == c)].sum() - k[labels == c].sum() ** 2 / two_m for c in np.unique(labels)) / two_m
+    return (
+        sum(weights[np.ix_(labels == c, labels == c)].sum() - k[labels == c].sum() ** 2 / two_m for c in np.unique(labels))
+        / two_m
+    )
 
 
 def planted_similarity(sizes, inside=0.9, outside=0.1, noise=0.05, seed=0):
@@ -116,7 +132,9 @@ def test_bad_parameters_name_the_field():
 
 @pytest.mark.parametrize("migrate", ["true", "false"])
 def test_fedcm_runs_on_label_swap_through_the_cli(tmp_path, capsys, migrate):
-    code = main(["run", "--trace", "label-swap", "--method", "fedcm", "--out", str(tmp_path), "--set", f"method.migrate={migrate}", *TINY])
+    code = main(
+        ["run", "--trace", "label-swap", "--method", "fedcm", "--out", str(tmp_path), "--set", f"method.migrate={migrate}", *TINY]
+    )
     assert code == 0, capsys.readouterr().err
     summary = json.loads((tmp_path / "label-swap/fedcm/seed0/summary.json").read_text())
     assert summary["status"] == "ok"

@@ -11,8 +11,18 @@ from driftbench.cli import main
 from driftbench.engine.models import build_model
 from driftbench.methods.dual_encoder import complementarity, encoder_halves, owner_masks, rarity_ranks, top_sources
 from driftbench.methods.feddag_similarity import (
-    class_angles, class_subspaces, clustering_loss, cut, entropy_loss, frequency_weights, fuse, fusion_weights,
-    gradient_angles, optimal_clustering, shifted, split_subspaces,
+    class_angles,
+    class_subspaces,
+    clustering_loss,
+    cut,
+    entropy_loss,
+    frequency_weights,
+    fuse,
+    fusion_weights,
+    gradient_angles,
+    optimal_clustering,
+    shifted,
+    split_subspaces,
 )
 
 
@@ -124,8 +134,20 @@ def test_cc_graph_prefers_sources_rich_in_what_a_cluster_lacks():
     assert (aligned[~np.eye(3, dtype=bool)] == 0).all()  # orthogonal class subspaces: nothing to share
 
 
-TINY = ["--rounds", "6", "--set", "clients=12", "--set", "train.participants=6", "--set", "train.local_steps=4",
-        "--set", "initial_concepts=3", "--set", "drift_every=4"]
+TINY = [
+    "--rounds",
+    "6",
+    "--set",
+    "clients=12",
+    "--set",
+    "train.participants=6",
+    "--set",
+    "train.local_steps=4",
+    "--set",
+    "initial_concepts=3",
+    "--set",
+    "drift_every=4",
+]
 
 
 @pytest.mark.parametrize("method", ["feddag-single", "feddag"])

@@ -6,7 +6,6 @@ import pytest
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.feddrift import drifted, loss_distance
-
 from tests.methods.fakes import ScriptedClients, context, queries
 
 

@@ -8,7 +8,6 @@ from driftbench.errors import ConfigError
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.fielding import next_delta
-
 from tests.methods.fakes import ScriptedClients, context, queries
 
 # two tight groups of label distributions over 3 classes

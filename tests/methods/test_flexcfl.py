@@ -5,7 +5,6 @@ import numpy as np
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.flexcfl import decomposed_groups
-
 from tests.methods.fakes import ScriptedClients, context, queries
 
 PLANTED = np.array([[1, 0.1, 0, 0], [1, -0.1, 0, 0], [0.9, 0, 0.1, 0], [0, 0, 1, 0.1], [0, 0.1, 1, 0], [0, 0, 0.9, -0.1]])

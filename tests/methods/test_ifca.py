@@ -5,7 +5,6 @@ import numpy as np
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.ifca import best_models
-
 from tests.methods.fakes import ScriptedClients, context, queries
 
 

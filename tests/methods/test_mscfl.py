@@ -7,14 +7,20 @@ import pytest
 import torch
 
 from driftbench.cli import main
-from driftbench.train_config import TrainConfig
 from driftbench.errors import ConfigError
 from driftbench.methods.base import Overhead, RunContext, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.mscfl import (
-    count_target, hamming_distances, inconsistent, magnitude_masks, mask_bits, masked_average, structure_clusters,
+    count_target,
+    hamming_distances,
+    inconsistent,
+    magnitude_masks,
+    mask_bits,
+    masked_average,
+    structure_clusters,
     structure_similarity,
 )
+from driftbench.train_config import TrainConfig
 from tests.methods.fakes import ScriptedClients, queries
 
 
@@ -26,12 +32,14 @@ def test_count_target_counts_agreeing_target_positions_over_ratio_times_length()
 
 
 def test_structure_similarity_uses_the_side_of_the_smallest_ratio():
-    masks = np.array([
-        [0, 0, 1, 1, 1, 1, 1, 1, 1, 1],  # pr 0.2
-        [0, 1, 0, 1, 1, 1, 1, 1, 1, 1],  # pr 0.2
-        [1, 1, 1, 0, 0, 0, 0, 0, 0, 0],  # pr 0.7, rr 0.3
-        [1, 1, 0, 1, 0, 0, 0, 0, 0, 0],  # pr 0.7, rr 0.3
-    ])
+    masks = np.array(
+        [
+            [0, 0, 1, 1, 1, 1, 1, 1, 1, 1],  # pr 0.2
+            [0, 1, 0, 1, 1, 1, 1, 1, 1, 1],  # pr 0.2
+            [1, 1, 1, 0, 0, 0, 0, 0, 0, 0],  # pr 0.7, rr 0.3
+            [1, 1, 0, 1, 0, 0, 0, 0, 0, 0],  # pr 0.7, rr 0.3
+        ]
+    )
     sim = structure_similarity(masks)
     assert sim[0, 1] == pytest.approx(count_target(masks[0], masks[1], 0.2, 0)) == pytest.approx(0.5)
     assert sim[2, 3] == pytest.approx(count_target(masks[2], masks[3], 0.3, 1)) == pytest.approx(2 / 3)
@@ -134,8 +142,26 @@ MASK_FLOATS = -(-(64 * 200 + 200 * 200 + 200 * 10) // 32)  # one bit per weight 
 
 @pytest.mark.parametrize("migrate", ["true", "false"])
 def test_mscfl_runs_on_label_swap_through_the_cli(tmp_path, capsys, migrate):
-    args = ["run", "--trace", "label-swap", "--method", "mscfl", "--out", str(tmp_path), "--rounds", "6", "--set", "clients=12",
-            "--set", "train.participants=6", "--set", "drift_every=3", "--set", f"method.migrate={migrate}", "--quiet"]
+    args = [
+        "run",
+        "--trace",
+        "label-swap",
+        "--method",
+        "mscfl",
+        "--out",
+        str(tmp_path),
+        "--rounds",
+        "6",
+        "--set",
+        "clients=12",
+        "--set",
+        "train.participants=6",
+        "--set",
+        "drift_every=3",
+        "--set",
+        f"method.migrate={migrate}",
+        "--quiet",
+    ]
     assert main(args) == 0, capsys.readouterr().err
     summary = json.loads((tmp_path / "label-swap/mscfl/seed0/summary.json").read_text())
     assert summary["status"] == "ok" and summary["n_clusters_final"] >= 2

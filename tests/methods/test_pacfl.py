@@ -9,7 +9,6 @@ from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.clustering import principal_angles
 from driftbench.methods.pacfl import angle_clusters
-
 from tests.methods.fakes import ScriptedClients, context, queries
 
 
@@ -39,8 +38,10 @@ def test_threshold_clustering_of_angles():
 def test_one_shot_clustering_by_data_subspaces_and_its_upload():
     rng = np.random.default_rng(0)
     directions = np.linalg.qr(rng.normal(size=(16, 4)))[0].T  # 4 orthonormal 16-pixel patterns
-    inputs = [(rng.normal(size=(12, 1)) * directions[2 * (c // 2)] + 0.01 * rng.normal(size=(12, 16))).reshape(12, 1, 4, 4)
-              for c in range(4)]  # clients 0, 1 on pattern 0; clients 2, 3 on pattern 2
+    inputs = [
+        (rng.normal(size=(12, 1)) * directions[2 * (c // 2)] + 0.01 * rng.normal(size=(12, 16))).reshape(12, 1, 4, 4)
+        for c in range(4)
+    ]  # clients 0, 1 on pattern 0; clients 2, 3 on pattern 2
     method = load_method("pacfl", {"p": "1"}).create()
     method.setup(context(4, participants=2))
     overhead = Overhead()

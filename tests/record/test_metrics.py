@@ -3,20 +3,20 @@ import math
 import numpy as np
 import pytest
 
-from driftbench.traces.model import l1_shift, label_distribution
 from driftbench.record.metrics import (
     Recovery,
     TimeToAccuracy,
     adjusted_rand,
     final_accuracy,
-    plateau_change,
     final_window,
     mean_client_distance,
+    plateau_change,
     recovery,
     speedup,
     time_to_accuracy,
     trailing_mean,
 )
+from driftbench.traces.model import l1_shift, label_distribution
 
 ROUNDS = np.array([1, 2, 3, 4, 5])
 SECONDS = np.array([10.0, 20.0, 30.0, 40.0, 50.0])
@@ -121,8 +121,7 @@ def test_recovery_event_without_prior_evaluation():
     rounds = np.array([1, 2, 3])
     accuracy = np.array([0.2, 0.1, 0.4])
     assert recovery(rounds, accuracy, np.array([1]), final=0.4) == [
-        Recovery(round=1, pre=None, trough=0.1, drop=None, rounds_to_recover=None,
-                 delta_permille=None)
+        Recovery(round=1, pre=None, trough=0.1, drop=None, rounds_to_recover=None, delta_permille=None)
     ]
 
 
@@ -141,8 +140,7 @@ def test_recovery_zero_pre_gives_no_delta_and_immediate_recovery():
     rounds = np.array([1, 2])
     accuracy = np.array([0.0, 0.0])
     assert recovery(rounds, accuracy, np.array([2]), final=0.0) == [
-        Recovery(round=2, pre=0.0, trough=0.0, drop=0.0, rounds_to_recover=0,
-                 delta_permille=None)
+        Recovery(round=2, pre=0.0, trough=0.0, drop=0.0, rounds_to_recover=0, delta_permille=None)
     ]
 
 

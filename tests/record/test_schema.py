@@ -8,16 +8,42 @@ import pytest
 
 from driftbench.errors import RunError
 from driftbench.record.schema import (
-    ROUND_COLUMNS, SCHEMA_VERSION, Recovery, RoundRow, RunOverhead, Summary, TimeToAccuracy, read_rounds, read_summary,
-    write_rounds, write_summary,
+    ROUND_COLUMNS,
+    SCHEMA_VERSION,
+    Recovery,
+    RoundRow,
+    RunOverhead,
+    Summary,
+    TimeToAccuracy,
+    read_rounds,
+    read_summary,
+    write_rounds,
+    write_summary,
 )
 
 SUMMARY = Summary(
-    schema_version=SCHEMA_VERSION, trace="t", trace_hash="ab" * 32, method="fedavg", oracle=False, seed=1, rounds=10,
-    final_accuracy=0.5, time_to_accuracy=TimeToAccuracy(0.5, 7, 12.5), tta_target=0.5,
+    schema_version=SCHEMA_VERSION,
+    trace="t",
+    trace_hash="ab" * 32,
+    method="fedavg",
+    oracle=False,
+    seed=1,
+    rounds=10,
+    final_accuracy=0.5,
+    time_to_accuracy=TimeToAccuracy(0.5, 7, 12.5),
+    tta_target=0.5,
     recovery=(Recovery(5, 0.6, 0.3, 0.3, 2, 10.0), Recovery(8, None, None, None, None, None)),
-    ari_mean=None, ari_final=0.25, n_clusters_final=1, ari_reference=None, mean_client_distance_final=0.1,
-    overhead=RunOverhead(1.5, 0.01, 40, 0, 3), sim_seconds=99.0, wall_seconds=1.0, status="ok", diverged_round=None, run_dir="x",
+    ari_mean=None,
+    ari_final=0.25,
+    n_clusters_final=1,
+    ari_reference=None,
+    mean_client_distance_final=0.1,
+    overhead=RunOverhead(1.5, 0.01, 40, 0, 3),
+    sim_seconds=99.0,
+    wall_seconds=1.0,
+    status="ok",
+    diverged_round=None,
+    run_dir="x",
 )
 
 
@@ -27,15 +53,18 @@ def test_summary_round_trips_exactly(tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["schema_version"] == SCHEMA_VERSION
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda d: d.pop("schema_version"), "schema version \\(none\\)"),
-    (lambda d: d.update(schema_version=1), "schema version 1, but this driftbench reads version"),
-    (lambda d: d.pop("overhead"), "missing \\['overhead'\\]"),
-    (lambda d: d.update(extra=1), "unexpected \\['extra'\\]"),
-    (lambda d: d.update(seed="one"), "seed: expected int"),
-    (lambda d: d["recovery"][0].update(round=True), "recovery\\[0\\]: round: expected int"),
-    (lambda d: d.update(overhead=[]), "overhead: expected a table"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda d: d.pop("schema_version"), "schema version \\(none\\)"),
+        (lambda d: d.update(schema_version=1), "schema version 1, but this driftbench reads version"),
+        (lambda d: d.pop("overhead"), "missing \\['overhead'\\]"),
+        (lambda d: d.update(extra=1), "unexpected \\['extra'\\]"),
+        (lambda d: d.update(seed="one"), "seed: expected int"),
+        (lambda d: d["recovery"][0].update(round=True), "recovery\\[0\\]: round: expected int"),
+        (lambda d: d.update(overhead=[]), "overhead: expected a table"),
+    ],
+)
 def test_other_versions_and_foreign_files_get_one_line_naming_the_file(tmp_path, change, message):
     data = json.loads(json.dumps(asdict(SUMMARY)))
     change(data)
@@ -47,7 +76,10 @@ def test_other_versions_and_foreign_files_get_one_line_naming_the_file(tmp_path,
 
 
 def test_rounds_round_trip_in_schema_order_and_refuse_other_columns(tmp_path):
-    rows = [RoundRow(0, 1.0, 0.1, 0.5, 0.2, 0.8, math.nan, 1, 0.0, 0.0, 10, 20), RoundRow(1, 2.0, 0.2, 0.6, 0.3, 0.9, 0.5, 2, 0.5, 0.1, 30, 40)]
+    rows = [
+        RoundRow(0, 1.0, 0.1, 0.5, 0.2, 0.8, math.nan, 1, 0.0, 0.0, 10, 20),
+        RoundRow(1, 2.0, 0.2, 0.6, 0.3, 0.9, 0.5, 2, 0.5, 0.1, 30, 40),
+    ]
     write_rounds(tmp_path / "rounds.csv", rows)
     table = read_rounds(tmp_path / "rounds.csv")
     assert tuple(table.columns) == ROUND_COLUMNS and [RoundRow(**r) for r in table.to_dict("records")][1] == rows[1]

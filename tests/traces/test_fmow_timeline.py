@@ -18,9 +18,20 @@ def test_windows_hold_the_last_rounds_and_are_widened_to_min_size():
 
 
 def test_synthetic_regions_switch_type_at_the_event_and_windows_move_every_update():
-    sets = {"clients": 12, "rounds": 40, "update_every": 5, "window_rounds": 10, "event_round": 20, "event_fraction": 0.5,
-            "train_samples": 60, "test_samples": 20, "min_window": 2, "source.classes": 6, "source.size": 8,
-            "source.samples_per_class": 20}
+    sets = {
+        "clients": 12,
+        "rounds": 40,
+        "update_every": 5,
+        "window_rounds": 10,
+        "event_round": 20,
+        "event_fraction": 0.5,
+        "train_samples": 60,
+        "test_samples": 20,
+        "min_window": 2,
+        "source.classes": 6,
+        "source.size": 8,
+        "source.samples_per_class": 20,
+    }
     trace, pool = generate(apply_sets(load_spec("fmow-timeline"), {k: str(v) for k, v in sets.items()}))
     events = trace.events()
     assert {e.round for e in events if e.kind == "arrival"} <= set(range(5, 40, 5))
@@ -36,11 +47,13 @@ def test_synthetic_regions_switch_type_at_the_event_and_windows_move_every_updat
 def fmow_pool():
     days = np.array([0, 1, 2, 3, 10, 11, 12, 0, 5, 30, 31, 7])
     region = np.array([326, 326, 326, 326, 326, 326, 326, 327, 327, 327, 327, 400])
-    meta = pd.DataFrame({
-        "timestamp": pd.Timestamp("2015-01-01") + pd.to_timedelta(days, unit="D"),
-        "region": region,
-        "split": ["train"] * len(days),
-    })
+    meta = pd.DataFrame(
+        {
+            "timestamp": pd.Timestamp("2015-01-01") + pd.to_timedelta(days, unit="D"),
+            "region": region,
+            "split": ["train"] * len(days),
+        }
+    )
     y = (np.arange(len(days)) % 3).astype(np.int64)
     return Pool("fmow-like", np.zeros((len(days), 1, 2, 2), np.uint8), y, 3, meta)
 
@@ -52,8 +65,8 @@ def test_fmow_pools_give_one_client_per_region_with_samples_by_date():
     assert trace.num_clients == 2 and trace.num_groups == 0  # region 400 has one sample
     day = ((pool.meta["timestamp"] - pool.meta["timestamp"].min()).dt.days).to_numpy()
     for client, region in enumerate((326, 327)):
-        train = trace.train_idx[trace.train_ptr[client]: trace.train_ptr[client + 1]]
-        test = trace.test_idx[trace.test_ptr[client]: trace.test_ptr[client + 1]]
+        train = trace.train_idx[trace.train_ptr[client] : trace.train_ptr[client + 1]]
+        test = trace.test_idx[trace.test_ptr[client] : trace.test_ptr[client + 1]]
         assert set(train.tolist()) | set(test.tolist()) == set(np.flatnonzero(pool.meta["region"] == region).tolist())
         assert len(test) >= 1 and (np.diff(day[train]) >= 0).all()
     # region 326 at round 0 holds days 0..3 (2 rounds a day, 8-round window); by round 20 days 6..9 are empty,

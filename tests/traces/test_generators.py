@@ -59,7 +59,9 @@ def test_static_trace_has_groups_with_distinct_label_skew_and_no_events():
     groups = trace.groups_at(0)
     assert sorted(set(groups.tolist())) == [0, 1, 2]
     dists = np.stack([trace.label_distribution(s, pool.y) for s in trace.segments_at(0)])
-    within = np.mean([np.abs(dists[i] - dists[j]).sum() for i in range(12) for j in range(12) if i < j and groups[i] == groups[j]])
+    within = np.mean(
+        [np.abs(dists[i] - dists[j]).sum() for i in range(12) for j in range(12) if i < j and groups[i] == groups[j]]
+    )
     across = np.mean([np.abs(dists[i] - dists[j]).sum() for i in range(12) for j in range(12) if groups[i] != groups[j]])
     assert within < across
 
@@ -81,7 +83,9 @@ def test_bad_set_values_name_the_key_and_what_is_allowed():
 
 
 def test_training_settings_can_be_set_bare_or_prefixed():
-    spec = apply_sets(load_spec("label-swap"), {"lr": "0.2", "train.batch_size": "7", "source": "synthetic", "source.classes": "10"})
+    spec = apply_sets(
+        load_spec("label-swap"), {"lr": "0.2", "train.batch_size": "7", "source": "synthetic", "source.classes": "10"}
+    )
     assert spec.train.lr == 0.2 and spec.train.batch_size == 7
     assert spec.source == "synthetic" and spec.source_params.classes == 10
 
@@ -93,8 +97,9 @@ def test_pool_splits_are_used_only_when_both_train_and_test_exist():
     from driftbench.traces.sampling import train_test_ids
 
     def pool(splits):
-        return Pool("t", np.zeros((len(splits), 1, 2, 2), np.float32), np.zeros(len(splits), np.int64), 2,
-                    pd.DataFrame({"split": splits}))
+        return Pool(
+            "t", np.zeros((len(splits), 1, 2, 2), np.float32), np.zeros(len(splits), np.int64), 2, pd.DataFrame({"split": splits})
+        )
 
     train, test = train_test_ids(np.random.default_rng(0), pool(["train", "test", "train", "val"]), 0.5)
     assert train.tolist() == [0, 2] and test.tolist() == [1]

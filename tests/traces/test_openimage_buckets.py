@@ -9,9 +9,22 @@ from driftbench.errors import ConfigError
 from driftbench.traces.catalog import apply_sets, generate, load_spec
 from driftbench.traces.openimage_buckets import OpenImageBucketsParams, make
 
-TINY = {"clients": 12, "rounds": 8, "buckets": 4, "bucket_rounds": 2, "window_rounds": 4, "train_samples": 32,
-        "test_samples": 3, "groups": 2, "bucket_classes": 2, "min_classes": 4, "top_classes": 6,
-        "source.classes": 6, "source.size": 8, "source.samples_per_class": 10}
+TINY = {
+    "clients": 12,
+    "rounds": 8,
+    "buckets": 4,
+    "bucket_rounds": 2,
+    "window_rounds": 4,
+    "train_samples": 32,
+    "test_samples": 3,
+    "groups": 2,
+    "bucket_classes": 2,
+    "min_classes": 4,
+    "top_classes": 6,
+    "source.classes": 6,
+    "source.size": 8,
+    "source.samples_per_class": 10,
+}
 
 
 def tiny(**sets):
@@ -49,18 +62,21 @@ def fedscale_pool(clients=6, per_client=30, classes=12):
     y = rng.integers(0, classes, size=len(owner))
     y[owner == 0] = 0  # a client with a single class is dropped
     test_y = np.arange(classes).repeat(4)
-    meta = pd.DataFrame({
-        "client": np.concatenate([owner, np.full(len(test_y), 99)]),
-        "split": ["train"] * len(owner) + ["test"] * len(test_y),
-    })
+    meta = pd.DataFrame(
+        {
+            "client": np.concatenate([owner, np.full(len(test_y), 99)]),
+            "split": ["train"] * len(owner) + ["test"] * len(test_y),
+        }
+    )
     y = np.concatenate([y, test_y]).astype(np.int64)
     return Pool("fedscale-like", np.zeros((len(y), 1, 2, 2), np.uint8), y, classes, meta)
 
 
 def test_fedscale_pools_keep_clients_with_enough_top_classes_and_split_their_labels_into_buckets():
     pool = fedscale_pool()
-    params = OpenImageBucketsParams(clients=100, rounds=8, buckets=4, bucket_rounds=2, window_rounds=4,
-                                    test_samples=2, top_classes=10, min_classes=4)
+    params = OpenImageBucketsParams(
+        clients=100, rounds=8, buckets=4, bucket_rounds=2, window_rounds=4, test_samples=2, top_classes=10, min_classes=4
+    )
     trace = make(params, pool).build({"name": "t", "generator": "openimage-buckets"}, pool.y)
     assert trace.num_clients == 5 and trace.num_groups == 0  # client 0 dropped; no ground truth
     top = set(np.argsort(-np.bincount(pool.y[:180], minlength=12), kind="stable")[:10].tolist())
@@ -68,9 +84,9 @@ def test_fedscale_pools_keep_clients_with_enough_top_classes_and_split_their_lab
     for client in range(5):
         owner = client + 1
         mine = set(np.flatnonzero((pool.meta["client"] == owner) & np.isin(pool.y, list(top))).tolist())
-        seq = trace.train_idx[trace.train_ptr[client]: trace.train_ptr[client + 1]]
+        seq = trace.train_idx[trace.train_ptr[client] : trace.train_ptr[client + 1]]
         assert set(seq.tolist()) == mine and len(seq) == len(mine)  # every top-class sample, once
-        test_seq = trace.test_idx[trace.test_ptr[client]: trace.test_ptr[client + 1]]
+        test_seq = trace.test_idx[trace.test_ptr[client] : trace.test_ptr[client + 1]]
         assert not set(test_seq.tolist()) & train_split
         windows = [set(pool.y[trace.train_indices(trace.segments_at(r)[client])].tolist()) for r in (0, 2, 4, 6)]
         assert not windows[0] & windows[2] and not windows[1] & windows[3]  # buckets hold disjoint labels

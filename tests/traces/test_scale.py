@@ -35,8 +35,9 @@ samples_per_class = 7
 @pytest.fixture
 def scaled_catalog(tmp_path, monkeypatch):
     (tmp_path / "tiny.toml").write_text(SCALED)
-    (tmp_path / "other.toml").write_text(SCALED.replace('[scale.paper.source]\n', '[scale.paper.source]\nname = "digits"\n')
-                                          .replace("samples_per_class = 7\n", ""))
+    (tmp_path / "other.toml").write_text(
+        SCALED.replace("[scale.paper.source]\n", '[scale.paper.source]\nname = "digits"\n').replace("samples_per_class = 7\n", "")
+    )
     monkeypatch.setattr(trace_catalog, "CATALOG_DIR", tmp_path)
     return tmp_path
 
