@@ -16,6 +16,7 @@ def table_rows(summaries: list[Summary]) -> list[dict[str, str]]:
     for s in summaries:
         drops = [r.drop for r in s.recovery if r.drop is not None]
         recover = [r.rounds_to_recover for r in s.recovery if r.rounds_to_recover is not None]
+        dropped = sum(r.outcome in ("recovered", "not_recovered") for r in s.recovery)
         gain = speedup(ref_tta, s.time_to_accuracy)
         rows.append(
             {
@@ -24,7 +25,7 @@ def table_rows(summaries: list[Summary]) -> list[dict[str, str]]:
                 "tta_speedup": "-" if gain is None else f"{gain:.2f}x",
                 "mean_drop": f"{np.mean(drops):.3f}" if drops else "-",
                 "rounds_to_recover": f"{np.mean(recover):.1f}" if recover else "-",
-                "recovered": f"{len(recover)}/{len(s.recovery)}",
+                "recovered": f"{len(recover)}/{dropped}",
                 "ari_mean": "-" if s.ari_mean is None else f"{s.ari_mean:.3f}",
                 "status": s.status,
                 "run_dir": s.run_dir,

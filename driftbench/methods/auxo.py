@@ -8,7 +8,7 @@ from sklearn.cluster import KMeans
 
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult, cluster_average
-from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
+from driftbench.methods.clustering import ClusterCountParams, flat_updates, record_regrouping, unit_vectors
 
 
 class Auxo(Method):
@@ -52,14 +52,16 @@ class Auxo(Method):
         np.add.at(overlap, (groups, before), 1.0)
         rows, cohorts = linear_sum_assignment(overlap, maximize=True)
         work.charge(work.hungarian(*overlap.shape))
+        fresh = cohorts[~self.used[cohorts]]
         for g, cohort in zip(rows, cohorts):
             members = ids[groups == g]
             if not self.used[cohort]:
                 source = int(np.bincount(before[groups == g]).argmax())
-                for n, p in self.models.items():
+                for p in self.models.values():
                     p[cohort] = p[source]
                 self.used[cohort] = True
             self.assignment[members] = cohort
+        record_regrouping(self.events, "move", self.assignment, ids, before, fresh)
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Average each cohort's participants; keep their updates for next round's regrouping."""

@@ -20,6 +20,7 @@ from driftbench.engine.batched import Params
 from driftbench.engine.evaluate import DataSummary, OutputSummary
 from driftbench.errors import ConfigError, RunError
 from driftbench.methods import server_work
+from driftbench.methods.events import EventLog
 from driftbench.train_config import TrainConfig
 
 FLOAT_BYTES = 4  # traffic is counted as float32, whatever the compute dtype
@@ -243,6 +244,7 @@ class Method:
 
     def __init__(self, params: Any) -> None:
         self.params = params
+        self.events = EventLog()
         self.models: Params = {}
         self.assignment = np.zeros(0, dtype=np.int64)
 

@@ -1,4 +1,4 @@
-"""``cfl``: clustered FL by recursive bipartition of clients by the cosine similarity of their updates (Sattler et al., IEEE TNNLS 2021)."""
+"""``cfl``: clustered FL recursive bipartition by the cosine similarity of updates (Sattler et al., IEEE TNNLS 2021)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sklearn.metrics.pairwise import cosine_similarity
 from driftbench.config import require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average
-from driftbench.methods.clustering import flat_updates
+from driftbench.methods.clustering import clusters_in_use, flat_updates
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ def bipartition(directions: np.ndarray) -> np.ndarray:
     dissimilarity = np.clip(1 - cosine_similarity(directions), 0, 2)
     work.charge(work.linkage(n))
     model = AgglomerativeClustering(n_clusters=2, metric="precomputed", linkage="complete")
-    return model.fit_predict(dissimilarity).astype(np.int64)
+    groups: np.ndarray = model.fit_predict(dissimilarity).astype(np.int64)
+    return groups
 
 
 class CFL(Method):
@@ -82,6 +83,7 @@ class CFL(Method):
             return
         halves = bipartition(-clients.gradients(members, cluster))
         self.assignment[members[halves == 1]] = self.num_models
+        self.events.record("split", clients=members, value=clusters_in_use(self.assignment))
         self.models = {n: torch.cat([p, p[cluster : cluster + 1]]) for n, p in self.models.items()}
         self.born = np.append(self.born, rnd)
         self.born[cluster] = rnd
@@ -90,11 +92,13 @@ class CFL(Method):
         """Average each cluster's participants; flag clusters whose updates meet the split criterion."""
         start = result.plan.start_models
         candidates = [c for c in np.unique(start) if (start == c).sum() >= 2 and rnd - self.born[c] >= self.params.warmup]
-        updates = flat_updates(result.params, self.models, start) if candidates else None  # P floats per participant
-        flagged = [
-            c
-            for c in candidates
-            if should_split(updates[start == c], result.num_samples[start == c], self.params.eps1, self.params.eps2)
-        ]
+        flagged = []
+        if candidates:
+            updates = flat_updates(result.params, self.models, start)  # P floats per participant
+            flagged = [
+                c
+                for c in candidates
+                if should_split(updates[start == c], result.num_samples[start == c], self.params.eps1, self.params.eps2)
+            ]
         self.to_split = np.asarray(flagged, dtype=np.int64)
         self.models = cluster_average(self.models, result.params, start, result.num_samples)

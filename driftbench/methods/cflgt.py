@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from driftbench.config import require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams
-from driftbench.methods.clustering import relabel, remix_models
+from driftbench.methods.clustering import record_global_clustering, relabel, remix_models
 
 log = logging.getLogger("driftbench")
 AP_MAX_ITER = 1000
@@ -67,7 +67,8 @@ def trajectory_distances(trajectories: np.ndarray) -> np.ndarray:
     classes = trajectories.shape[1] // 2
     points = np.stack([trajectories[:, :classes], trajectories[:, classes:]], axis=2)
     work.charge(classes * (work.distances(len(points), len(points), 2) + len(points) ** 2))
-    return sum(cdist(points[:, c], points[:, c]) for c in range(classes)) / classes
+    distances: np.ndarray = sum(cdist(points[:, c], points[:, c]) for c in range(classes)) / classes
+    return distances
 
 
 def affinity_clusters(distances: np.ndarray, seed: int) -> np.ndarray:
@@ -106,8 +107,8 @@ class CFLGT(Method):
         return self.uniform_plan(rng)
 
     def _clustering_due(self, rnd: int) -> bool:
-        since = rnd - self.params.pretrain_rounds
-        every = self.params.recluster_every
+        since: int = rnd - self.params.pretrain_rounds
+        every: int = self.params.recluster_every
         return since == 0 or (since > 0 and every > 0 and since % every == 0)
 
     def _cluster(self, clients: ClientQueries) -> None:
@@ -116,4 +117,5 @@ class CFLGT(Method):
         self.models = remix_models(old_models, old_assignment, np.zeros(self.ctx.num_clients, dtype=np.int64))
         trajectories = clients.features(everyone, 0, trajectory)
         self.assignment = affinity_clusters(trajectory_distances(trajectories), self.ctx.seed)
+        record_global_clustering(self.events, self.assignment)
         self.models = remix_models(old_models, old_assignment, self.assignment)

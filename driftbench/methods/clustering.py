@@ -1,4 +1,4 @@
-"""Clustering helpers shared by methods: torch distance kernels, k-means with K by silhouette, model-bank remixing.
+"""Clustering helpers shared by methods: torch distance kernels, k-means with K by silhouette, model-bank remixing, event logging.
 
 Distance kernels run in torch on the GPU when one is present; k-means, silhouette and
 hierarchical clustering come from scikit-learn and scipy.
@@ -17,6 +17,7 @@ from driftbench.config import require
 from driftbench.engine.batched import Params
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ProxParams
+from driftbench.methods.events import EventLog
 
 DISTANCES = ("l1", "js", "l2")
 KERNEL_CHUNK = 1024  # rows per distance block; bounds the memory of the Jensen-Shannon kernel
@@ -38,12 +39,41 @@ def unit_vectors(vectors: np.ndarray) -> np.ndarray:
     """Vectors (along the last axis) scaled to unit L2 norm; zero vectors stay zero."""
     work.charge(work.norms(vectors.size))
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    unit: np.ndarray = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    return unit
 
 
 def relabel(labels: np.ndarray) -> np.ndarray:
     """Labels renumbered 0..K-1 in sorted order."""
     return np.unique(labels, return_inverse=True)[1].astype(np.int64)
+
+
+def clusters_in_use(assignment: np.ndarray) -> int:
+    """Number of distinct clusters that clients are assigned to."""
+    return len(np.unique(assignment))
+
+
+def record_global_clustering(events: EventLog, assignment: np.ndarray) -> None:
+    """Log a ``recluster_global`` event: every client, value = the number of clusters now in use."""
+    events.record("recluster_global", clients=np.arange(len(assignment)), value=clusters_in_use(assignment))
+
+
+def record_changes(events: EventLog, kind: str, clients: np.ndarray, before: np.ndarray, after: np.ndarray) -> None:
+    """Log ``kind`` for those of ``clients`` whose cluster went from ``before`` to a different ``after`` (nothing if none)."""
+    changed = np.asarray(clients)[np.asarray(before) != np.asarray(after)]
+    if len(changed):
+        events.record(kind, clients=changed)
+
+
+def record_regrouping(
+    events: EventLog, kind: str, assignment: np.ndarray, clients: np.ndarray, before: np.ndarray, created: np.ndarray
+) -> None:
+    """Log ``create`` per cluster in ``created`` (value: clusters in use), then ``kind`` for the other changed ``clients``."""
+    after = assignment[clients]
+    for cluster in created:
+        events.record("create", clients=clients[after == cluster], value=clusters_in_use(assignment))
+    kept = ~np.isin(after, created)
+    record_changes(events, kind, clients[kept], before[kept], after[kept])
 
 
 def kernel_device() -> torch.device:
@@ -72,7 +102,8 @@ def _js_block(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     p, q = a[:, None, :], b[None, :, :]
     m = (p + q) / 2
     divergence = (torch.special.xlogy(p, p / m.clamp_min(1e-30)) + torch.special.xlogy(q, q / m.clamp_min(1e-30))).sum(-1) / 2
-    return (divergence.clamp_min(0) / np.log(2)).sqrt()
+    distance: torch.Tensor = (divergence.clamp_min(0) / np.log(2)).sqrt()
+    return distance
 
 
 def cluster_centers(points: torch.Tensor, labels: np.ndarray, k: int, reducer: str = "mean") -> torch.Tensor:
@@ -132,7 +163,7 @@ def kmeans(points: np.ndarray, k: int, seed: int, restarts: int = 10) -> np.ndar
     """
     if len(points) <= SEEDING_SAMPLE:
         model = KMeans(n_clusters=k, n_init=restarts, random_state=seed)
-        labels = model.fit_predict(points).astype(np.int64)
+        labels: np.ndarray = model.fit_predict(points).astype(np.int64)
         work.charge(work.fitted_kmeans(model, *points.shape))
         return labels
     rows = np.sort(np.random.default_rng([seed, 1]).choice(len(points), SEEDING_SAMPLE, replace=False))
@@ -149,7 +180,7 @@ def lloyd(points: torch.Tensor, centers: torch.Tensor, max_iter: int = 300, tol:
     for _ in range(max_iter):
         members.zero_()[torch.as_tensor(labels, device=points.device), torch.arange(len(points), device=points.device)] = 1
         counts = members.sum(1, keepdim=True)
-        work.charge(work.matmul(*members.shape, points.shape[1]))
+        work.charge(work.matmul(members.shape[0], members.shape[1], points.shape[1]))
         moved = torch.where(counts > 0, members @ points / counts.clamp_min(1), centers)  # an emptied cluster stays put
         shift, centers = float((moved - centers).pow(2).sum()), moved
         labels = _closest(points, centers)
@@ -160,7 +191,7 @@ def lloyd(points: torch.Tensor, centers: torch.Tensor, max_iter: int = 300, tol:
 
 def _closest(points: torch.Tensor, centers: torch.Tensor) -> np.ndarray:
     """Nearest center in Euclidean distance: argmin of |c|^2 - 2 x.c, one matrix multiply."""
-    work.charge(work.matmul(*points.shape, len(centers)))
+    work.charge(work.matmul(points.shape[0], points.shape[1], len(centers)))
     return torch.addmm(centers.pow(2).sum(1), points, centers.T, alpha=-2).argmin(1).cpu().numpy()
 
 
@@ -247,7 +278,7 @@ def flat_updates(trained: Params, bank: Params, start: np.ndarray) -> np.ndarray
 def principal_vectors(inputs: torch.Tensor, labels: torch.Tensor, p: int) -> np.ndarray:
     """A client's upload: the top-``p`` left singular vectors of its data matrix (features x samples), flattened."""
     matrix = inputs.reshape(len(inputs), -1).double().T
-    u = torch.linalg.svd(matrix, full_matrices=False).U[:, :p]
+    u: torch.Tensor = torch.linalg.svd(matrix, full_matrices=False).U[:, :p]
     if u.shape[1] < p:  # fewer samples than p: pad with zero columns, which add no angle information
         u = torch.nn.functional.pad(u, (0, p - u.shape[1]))
     return u.reshape(-1).cpu().numpy()

@@ -19,7 +19,7 @@ from driftbench.methods import server_work as work
 
 
 def encoder_halves(params: Params, classifier: str) -> dict[str, torch.Tensor]:
-    """For every parameter, which encoder owns each entry: 0 (primary), 1 (secondary), -1 (cross-half, held at zero), 2 (classifier)."""
+    """For every parameter, each entry's owner: 0 (primary encoder), 1 (secondary), -1 (cross-half, kept zero), 2 (classifier)."""
     owners: dict[str, torch.Tensor] = {}
     previous_out = None
     for name, p in params.items():
@@ -82,7 +82,7 @@ def complementarity(counts: np.ndarray, angles: np.ndarray, assignment: np.ndarr
     work.charge(4 * angles.size)  # clip, scale and complement each angle, then the cluster-pair means
     gamma = 1.0 - np.clip(angles, 0.0, 90.0) / 90.0
     alignment = np.stack([np.stack([gamma[np.ix_(mp, mq)].mean(axis=(0, 1)) for mq in members]) for mp in members])
-    scores = np.einsum("pc,qc,pqc->pq", demand, supply, alignment)
+    scores: np.ndarray = np.einsum("pc,qc,pqc->pq", demand, supply, alignment)
     np.fill_diagonal(scores, -np.inf)
     return scores
 

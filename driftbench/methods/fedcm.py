@@ -29,7 +29,7 @@ from driftbench.methods.base import (
     cluster_average,
     replicate,
 )
-from driftbench.methods.clustering import flat_updates, unit_vectors
+from driftbench.methods.clustering import flat_updates, record_changes, record_global_clustering, unit_vectors
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ class FedCMParams(ProxParams):
 def path_similarity(paths: np.ndarray) -> np.ndarray:
     """Eq. 4: cosine similarity (clients x clients) of gradient paths flattened to rows (clients x steps*params)."""
     work.charge(work.cosine_similarity(len(paths), len(paths), paths.shape[1]))
-    return cosine_similarity(paths)
+    similarity: np.ndarray = cosine_similarity(paths)
+    return similarity
 
 
 def similarity_graph(similarity: np.ndarray) -> nx.Graph:
@@ -90,7 +91,7 @@ def migrations(updates: np.ndarray, cluster: np.ndarray, num_clusters: int, tau:
     summed = np.zeros((num_clusters, updates.shape[1]))
     np.add.at(summed, cluster, updates)
     directions = unit_vectors(summed)
-    work.charge(updates.size + work.matmul(*updates.shape, num_clusters))
+    work.charge(updates.size + work.matmul(updates.shape[0], updates.shape[1], num_clusters))
     scores = unit_vectors(updates) @ directions.T
     scores[:, ~directions.any(1)] = -np.inf
     own = scores[np.arange(len(cluster)), cluster]
@@ -148,6 +149,7 @@ class FedCM(Method):
             )
             target = migrations(updates, start, self.num_models, self.params.tau)
             self.assignment[result.plan.participants] = target
+            record_changes(self.events, "migrate", result.plan.participants, start, target)
             weights = np.where(target == start, weights, 0)
         self.models = cluster_average(self.models, result.params, start, weights)
 
@@ -159,5 +161,6 @@ class FedCM(Method):
         if rnd == self.warmup_rounds - 1:
             graph = similarity_graph(path_similarity(self.paths))
             self.assignment = modularity_local_moves(graph, self.ctx.seed)
+            record_global_clustering(self.events, self.assignment)
             self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
             self.paths = None

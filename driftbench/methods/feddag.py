@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from driftbench.config import require
-from driftbench.engine.batched import Params
+from driftbench.engine.batched import Params as NamedTensors  # in the class bodies below, Params names the parameter dataclass
 from driftbench.methods import server_work as work
 from driftbench.methods.base import (
     ClientQueries,
@@ -43,6 +43,7 @@ from driftbench.methods.base import (
     replicate,
     sample_participants,
 )
+from driftbench.methods.clustering import record_global_clustering, record_regrouping
 from driftbench.methods.dual_encoder import complementarity, encoder_halves, owner_masks, top_sources
 from driftbench.methods.feddag_similarity import (
     class_angles,
@@ -121,7 +122,7 @@ class FedDAGSingle(Method):
         flat_size = sum(p.numel() for p in ctx.init_params.values())
         rng = np.random.default_rng([ctx.seed, SPARSE_STREAM])
         self.coordinates = np.sort(rng.choice(flat_size, max(1, round(self.params.sparsity * flat_size)), replace=False))
-        self.clusters: Params = {}
+        self.clusters: NamedTensors = {}
         self.local = replicate(self.initial, ctx.num_clients)
         self.warming = np.arange(ctx.num_clients)
         self.warm_done = np.zeros(ctx.num_clients, dtype=np.int64)
@@ -140,7 +141,7 @@ class FedDAGSingle(Method):
         """Cluster models in the bank (0 during the initial warm-up)."""
         return len(next(iter(self.clusters.values()))) if self.clusters else 0
 
-    def initial_model(self, params: Params) -> Params:
+    def initial_model(self, params: NamedTensors) -> NamedTensors:
         """The model every warm-up starts from."""
         return {n: p.clone() for n, p in params.items()}
 
@@ -164,7 +165,7 @@ class FedDAGSingle(Method):
         start = np.concatenate([self.assignment[sampled], self.num_clusters + np.arange(len(self.warming))])
         return Plan(participants, start, mu=self.params.mu, masks=self.masks(len(sampled), len(self.warming), 0))
 
-    def masks(self, primary: int, warming: int, secondary: int) -> Params | None:
+    def masks(self, primary: int, warming: int, secondary: int) -> NamedTensors | None:
         """Update masks for primary, warm-up and secondary rows; the single model trains everything."""
         return None
 
@@ -178,7 +179,7 @@ class FedDAGSingle(Method):
         self.warm_done += 1
         self.models = concat(self.clusters, self.local)
 
-    def merge_extra_rows(self, before: Params, after: Params) -> None:
+    def merge_extra_rows(self, before: NamedTensors, after: NamedTensors) -> None:
         """Fold rows beyond the cluster and local models back into the bank (none for the single encoder)."""
 
     def place(self, done: np.ndarray, clients: ClientQueries) -> None:
@@ -210,14 +211,16 @@ class FedDAGSingle(Method):
             labels, self.alpha = optimal_clustering(adjacency, s.threshold_step, s.lam, s.gamma, s.tau)
             self.clusters = self.cluster_models(local, labels, counts.sum(axis=1))
             self.assignment = labels
+            record_global_clustering(self.events, labels)
         keep = ~np.isin(self.warming, done)
         self.warming, self.warm_done = self.warming[keep], self.warm_done[keep]
         self.local = {n: p[torch.as_tensor(np.flatnonzero(keep), device=p.device)] for n, p in self.local.items()}
         self.clusters_changed()
 
-    def reassign(self, done: np.ndarray, labels: np.ndarray, local: Params, sizes: np.ndarray) -> None:
-        """Each placed client joins the cluster most of its settled HC-mates are in; HC clusters of placed clients only become new clusters."""
+    def reassign(self, done: np.ndarray, labels: np.ndarray, local: NamedTensors, sizes: np.ndarray) -> None:
+        """A placed client joins the cluster of most settled HC-mates; HC clusters with no settled client become new ones."""
         settled = ~np.isin(np.arange(self.ctx.num_clients), np.concatenate([done, self.warming]))
+        before = self.assignment[done]
         fresh: dict[int, int] = {}
         new = np.zeros(len(done), dtype=np.int64)
         for k, client in enumerate(done):
@@ -232,8 +235,9 @@ class FedDAGSingle(Method):
             groups = first_seen_labels(self.assignment[done[members]])
             grown = self.cluster_models({n: p[members] for n, p in local.items()}, groups, sizes[members])
             self.clusters = {n: torch.cat([p, grown[n]]) for n, p in self.clusters.items()}
+        record_regrouping(self.events, "migrate", self.assignment, done, before, np.array(list(fresh.values()), dtype=np.int64))
 
-    def cluster_models(self, local: Params, labels: np.ndarray, sizes: np.ndarray) -> Params:
+    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray) -> NamedTensors:
         """Each cluster's model: the sample-weighted mean of its members' warm-up models (training continues from them)."""
         models = {n: p[:1].repeat(int(labels.max()) + 1, *([1] * (p.dim() - 1))) for n, p in local.items()}
         return cluster_average(models, local, labels, np.maximum(sizes, 1))
@@ -281,11 +285,11 @@ class FedDAG(FedDAGSingle):
         self.sources = np.zeros((0, 0), dtype=bool)
         self.composite_learners = np.zeros((0, 0), dtype=bool)
 
-    def initial_model(self, params: Params) -> Params:
+    def initial_model(self, params: NamedTensors) -> NamedTensors:
         """The shared initialisation with the cross-half weights zeroed."""
         return {n: torch.where(self.owners[n].to(p.device) >= 0, p, torch.zeros_like(p)) for n, p in params.items()}
 
-    def masks(self, primary: int, warming: int, secondary: int) -> Params | None:
+    def masks(self, primary: int, warming: int, secondary: int) -> NamedTensors | None:
         """Primary and warm-up rows train the primary encoder and classifier; secondary rows the secondary encoder."""
         kinds = [self.first_mask] * (primary + warming) + [self.second_mask] * secondary
         return {n: torch.stack([k[n] for k in kinds]) for n in self.initial} if kinds else None
@@ -309,7 +313,7 @@ class FedDAG(FedDAGSingle):
             masks=self.masks(len(sampled), len(self.warming), len(second)),
         )
 
-    def composites(self) -> tuple[Params, np.ndarray]:
+    def composites(self) -> tuple[NamedTensors, np.ndarray]:
         """Per source cluster: its model with the secondary encoder replaced by the mean of its learners' (and who they are)."""
         if not self.sources.size or not self.sources.any():
             return {}, np.zeros((0, self.num_clusters), dtype=bool)
@@ -317,25 +321,25 @@ class FedDAG(FedDAGSingle):
         weights = torch.as_tensor(learners / learners.sum(axis=1, keepdims=True))
         second = self.second_mask
         source_index = torch.as_tensor(np.flatnonzero(self.sources.any(axis=0)))
-        work.charge(work.matmul(*learners.shape, work.model_parameters(self.clusters)))
+        work.charge(work.matmul(learners.shape[0], learners.shape[1], work.model_parameters(self.clusters)))
         out = {}
         for n, p in self.clusters.items():
             mean = torch.tensordot(weights.to(p.dtype).to(p.device), p, dims=1)
             out[n] = p[source_index.to(p.device)] * (1 - second[n]) + mean * second[n]
         return out, learners
 
-    def merge_extra_rows(self, before: Params, after: Params) -> None:
+    def merge_extra_rows(self, before: NamedTensors, after: NamedTensors) -> None:
         """Eq. 21: each source's aggregated secondary-encoder change is added to each of its learners' secondary encoders."""
         if not len(self.composite_learners):
             return
         second = self.second_mask
         learners = torch.as_tensor(self.composite_learners.T.astype(np.float64))
-        work.charge(work.matmul(*learners.shape, work.model_parameters(self.clusters)))
+        work.charge(work.matmul(learners.shape[0], learners.shape[1], work.model_parameters(self.clusters)))
         for n, p in self.clusters.items():
             change = (after[n] - before[n]) * second[n]
             self.clusters[n] = p + torch.tensordot(learners.to(p.dtype).to(p.device), change, dims=1)
 
-    def cluster_models(self, local: Params, labels: np.ndarray, sizes: np.ndarray) -> Params:
+    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray) -> NamedTensors:
         """Eq. 22: primary encoder from the members' warm-up encoders; secondary encoder and classifier from the initial model."""
         models = super().cluster_models(local, labels, sizes)
         classifier = self.classifier_mask
@@ -352,7 +356,7 @@ class FedDAG(FedDAGSingle):
         self.sources[np.ix_(present, present)] = edges
 
 
-def concat(*banks: Params) -> Params:
+def concat(*banks: NamedTensors) -> NamedTensors:
     """Banks stacked one after the other (empty banks are skipped)."""
     banks = tuple(b for b in banks if b)
     return {n: torch.cat([b[n] for b in banks]) for n in banks[0]} if banks else {}

@@ -6,6 +6,8 @@ clients x clients x classes.
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 import torch
 from scipy.cluster.hierarchy import fcluster, linkage
@@ -20,7 +22,7 @@ LOG_OFFSET = np.e  # Eq. 5's epsilon: ln(n + e) >= 1, so a class missing on one 
 
 
 def class_subspaces(inputs: torch.Tensor, labels: torch.Tensor, num_classes: int, p: int) -> np.ndarray:
-    """A client's upload: per-class sample counts, then per class the top-``p`` left singular vectors of its data (features x samples).
+    """A client's upload: per-class sample counts, then per class the top-``p`` left singular vectors of its features x samples.
 
     Classes the client lacks, and columns beyond a class's sample count, are zero vectors.
     The data are not centred (as in PACFL).
@@ -55,7 +57,7 @@ def class_angles(bases_a: np.ndarray, counts_a: np.ndarray, bases_b: np.ndarray,
             ua, ub = unit_vectors(bases_a[rows, c]), unit_vectors(bases_b[cols, c])
             work.charge(work.matmul(len(rows) * ua.shape[1], ua.shape[2], len(cols) * ub.shape[1]))
             cosine = np.abs(np.einsum("apd,bqd->abpq", ua, ub)).max(axis=(2, 3))
-            out[np.ix_(rows, cols, [c])] = np.degrees(np.arccos(np.clip(cosine, 0.0, 1.0)))[..., None]
+            out[np.ix_(rows, cols, np.array([c]))] = np.degrees(np.arccos(np.clip(cosine, 0.0, 1.0)))[..., None]
     return out
 
 
@@ -70,18 +72,20 @@ def frequency_weights(counts: np.ndarray, delta: float) -> np.ndarray:
 def data_distance(angles: np.ndarray, counts: np.ndarray, delta: float) -> np.ndarray:
     """Eq. 6: the class-mean of weighted class-wise angles (N x N)."""
     work.charge(12 * angles.size)  # Eq. 5's ratios and their scaling (about 10 per entry), the weighting and the class mean
-    return (angles * frequency_weights(counts, delta)).mean(axis=2)
+    distance: np.ndarray = (angles * frequency_weights(counts, delta)).mean(axis=2)
+    return distance
 
 
 def gradient_angles(updates: np.ndarray) -> np.ndarray:
     """Eq. 3: angle in degrees between every pair of (sparsified) updates; 90 against a zero update."""
     unit = unit_vectors(updates)
-    work.charge(work.matmul(*updates.shape, len(updates)) + len(updates) ** 2)
+    work.charge(work.matmul(updates.shape[0], updates.shape[1], len(updates)) + len(updates) ** 2)
     cosine = np.clip(unit @ unit.T, -1.0, 1.0)
     zero = np.linalg.norm(updates, axis=1) == 0
     cosine[zero, :] = cosine[:, zero] = 0.0
     np.fill_diagonal(cosine, 1.0)
-    return np.degrees(np.arccos(cosine))
+    angles: np.ndarray = np.degrees(np.arccos(cosine))
+    return angles
 
 
 def minmax(values: np.ndarray) -> np.ndarray:
@@ -90,16 +94,26 @@ def minmax(values: np.ndarray) -> np.ndarray:
     return (values - values.min()) / span if span > 0 else np.zeros_like(values, dtype=np.float64)
 
 
+@overload
+def fuse(gradient: np.ndarray, data: np.ndarray, w: np.ndarray) -> np.ndarray: ...
+
+
+@overload
+def fuse(gradient: np.ndarray, data: np.ndarray, w: torch.Tensor) -> torch.Tensor: ...
+
+
 def fuse(gradient: np.ndarray, data: np.ndarray, w: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
     """Eq. 7: A_ij = w_i G_ij + (1 - w_i) V_ij for i < j, mirrored (row i's weight is that of the lower index)."""
     n = len(gradient)
     lower = np.minimum.outer(np.arange(n), np.arange(n))
     if isinstance(w, torch.Tensor):
         g, v = torch.as_tensor(gradient, dtype=w.dtype), torch.as_tensor(data, dtype=w.dtype)
-        weight = w[torch.as_tensor(lower)]
-        return weight * g + (1 - weight) * v
+        row_weight = w[torch.as_tensor(lower)]
+        fused: torch.Tensor = row_weight * g + (1 - row_weight) * v
+        return fused
     weight = np.asarray(w)[lower]
-    return weight * gradient + (1 - weight) * data
+    adjacency: np.ndarray = weight * gradient + (1 - weight) * data
+    return adjacency
 
 
 def entropy_loss(adjacency: torch.Tensor) -> torch.Tensor:
@@ -118,13 +132,15 @@ def fusion_weights(gradient: np.ndarray, data: np.ndarray, start: np.ndarray, fr
     def loss_and_grad(w: np.ndarray) -> tuple[float, np.ndarray]:
         weights = torch.tensor(w, dtype=torch.float64, requires_grad=True)
         loss = entropy_loss(fuse(gradient, data, weights))
-        loss.backward()
+        torch.autograd.backward(loss)  # what loss.backward() runs, through torch's typed entry point
+        assert weights.grad is not None  # a leaf that requires grad has one after backward
         return float(loss.detach()), weights.grad.numpy()
 
     bounds = [(0.0, 1.0) if f else (float(s), float(s)) for s, f in zip(start, free)]
     result = minimize(loss_and_grad, np.asarray(start, dtype=np.float64), jac=True, method="L-BFGS-B", bounds=bounds)
     work.charge(work.entropy_minimisation(result.nfev, len(start)))
-    return result.x
+    optimum: np.ndarray = result.x
+    return optimum
 
 
 def clustering_loss(adjacency: np.ndarray, labels: np.ndarray, lam: float, gamma: float, tau: float) -> float:
@@ -147,7 +163,7 @@ def threshold_grid(step: float) -> np.ndarray:
 
 
 def cut(adjacency: np.ndarray, alpha: float) -> np.ndarray:
-    """Average-linkage agglomerative clusters merged while their distance is at most ``alpha``, labelled 0.. in order of first member."""
+    """Average-linkage agglomerative clusters merged while their distance is at most ``alpha``, labelled 0.. by first member."""
     if len(adjacency) < 2:
         return np.zeros(len(adjacency), dtype=np.int64)
     tree = linkage(squareform((adjacency + adjacency.T) / 2, checks=False), method="average")

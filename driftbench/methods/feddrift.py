@@ -12,7 +12,7 @@ from scipy.spatial.distance import squareform
 from driftbench.config import require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, replicate
-from driftbench.methods.clustering import remix_models
+from driftbench.methods.clustering import clusters_in_use, remix_models
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,8 @@ def loss_distance(losses: np.ndarray, assignment: np.ndarray, k: int) -> np.ndar
     mean = np.stack([losses[assignment == c].mean(0) if (assignment == c).any() else np.full(k, np.inf) for c in range(k)])
     own = np.diag(mean)
     worse = mean - own[:, None]
-    return np.maximum(worse, worse.T)
+    distance: np.ndarray = np.maximum(worse, worse.T)
+    return distance
 
 
 class FedDrift(Method):
@@ -73,11 +74,12 @@ class FedDrift(Method):
         return self.uniform_plan(rng)
 
     def isolate(self, ids: np.ndarray, losses: np.ndarray) -> np.ndarray:
-        """One new cluster per drifted client, from the initial model; returns the losses with new columns (the clients' current loss)."""
+        """One new cluster per drifted client, from the initial model; returns the losses with new columns (current loss)."""
         fresh = replicate(self.ctx.init_params, len(ids))
         self.models = {n: torch.cat([m, fresh[n]]) for n, m in self.models.items()}
         first = losses.shape[1]
         self.assignment[ids] = first + np.arange(len(ids))
+        self.events.record("create", clients=ids, value=clusters_in_use(self.assignment))
         # untrained models: their loss is unknown until next round; an infinite loss keeps them from merging now
         extra = np.full((len(losses), len(ids)), np.inf)
         extra[ids, np.arange(len(ids))] = losses[ids].min(1)
@@ -98,7 +100,11 @@ class FedDrift(Method):
             - 1
         )
         work.charge(work.linkage(len(present)))
-        self.relabel(present, groups.astype(np.int64))
+        groups = groups.astype(np.int64)
+        for group in np.flatnonzero(np.bincount(groups) > 1):
+            merged = np.flatnonzero(np.isin(self.assignment, present[groups == group]))
+            self.events.record("merge", clients=merged, value=clusters_in_use(groups))
+        self.relabel(present, groups)
 
     def relabel(self, present: np.ndarray, groups: np.ndarray) -> None:
         """Cluster present[i] becomes group groups[i]; each group's model is the member-count-weighted mean of its models."""

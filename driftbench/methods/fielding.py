@@ -17,6 +17,8 @@ from driftbench.methods.clustering import (
     nearest_center,
     pairwise_distances,
     per_cluster_participants,
+    record_changes,
+    record_global_clustering,
     remix_models,
     unit_vectors,
 )
@@ -59,18 +61,19 @@ class FieldingParams(ProxParams):
 
 
 def next_delta(delta: float, reclustered: bool, reclustered_before: bool, c: float, m: float) -> float:
-    """FIELDING's threshold after a drift round: x m after re-clustering at two consecutive drift rounds, else max(c, delta - c)."""
+    """FIELDING's threshold after a drift round: x m after re-clustering at two consecutive drift rounds, else max(c, delta-c)."""
     return m * delta if reclustered and reclustered_before else max(c, delta - c)
 
 
 def mean_embedding(features: torch.Tensor, probs: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
     """A client's embedding representation: its mean classifier-input feature, scaled to unit L2 norm."""
     mean = features.double().mean(0)
-    return (mean / mean.norm().clamp_min(1e-12)).cpu().numpy()
+    unit: torch.Tensor = mean / mean.norm().clamp_min(1e-12)
+    return unit.cpu().numpy()
 
 
 class Fielding(Method):
-    """FIELDING: drifted clients move to the nearest cluster center; all clients are re-clustered when a cluster grows wider than Delta.
+    """FIELDING: drifted clients move to the nearest center; all clients are re-clustered when a cluster grows wider than Delta.
 
     - Drifted clients are ``ClientQueries.changed``: a client knows its own data changed and
       reports its new representation (label distribution, mean embedding or gradient).
@@ -85,7 +88,7 @@ class Fielding(Method):
     - ``trigger = "diameter"`` (default) is the paper's rule (two clients of one cluster farther
       apart than Delta), the rule its analysis covers; ``"center_shift"`` is the authors'
       released code: median centers, re-cluster when a center moves by more than a third of
-      the mean distance between centers (Delta is then unused).
+      the mean distance between centers (Delta is then unused and logs no ``threshold`` events).
     - Embeddings and gradients are taken at bank model 0 when reported and are not refreshed
       later (the paper uses a separately trained, frozen shared model; driftbench has none).
     """
@@ -99,6 +102,7 @@ class Fielding(Method):
             self.representations = self.represent(clients, np.arange(self.ctx.num_clients))
             self.delta, self.reclustered_before = self.params.c, False
             self.assignment = self.global_clusters()
+            record_global_clustering(self.events, self.assignment)
             self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
         elif len(clients.changed):
             self.handle_drift(clients)
@@ -110,7 +114,8 @@ class Fielding(Method):
         kind = self.params.representation
         if kind == "label":
             counts = clients.label_histograms(ids)
-            return counts / np.maximum(counts.sum(1, keepdims=True), 1)
+            distributions: np.ndarray = counts / np.maximum(counts.sum(1, keepdims=True), 1)
+            return distributions
         if kind == "embedding":
             return clients.features(ids, 0, mean_embedding)
         grads = clients.gradients(ids, 0)
@@ -127,15 +132,23 @@ class Fielding(Method):
         """Move the drifted clients, re-cluster everyone if the trigger fires, update Delta; returns whether it re-clustered."""
         changed = np.asarray(clients.changed)
         moved, points, centers = self.adjust(changed, self.represent(clients, changed))
+        record_changes(self.events, "move", changed, self.assignment[changed], moved[changed])
         reclustered = self.needs_reclustering(points, moved, centers)
         if reclustered:
             self.assignment = self.global_clusters()
+            record_global_clustering(self.events, self.assignment)
             self.models = remix_models(self.models, moved, self.assignment)
         else:
             self.assignment = moved
-        self.delta = next_delta(self.delta, reclustered, self.reclustered_before, self.params.c, self.params.m)
+        self.set_delta(next_delta(self.delta, reclustered, self.reclustered_before, self.params.c, self.params.m))
         self.reclustered_before = reclustered
         return reclustered
+
+    def set_delta(self, delta: float) -> None:
+        """Adopt the new Delta, logging a ``threshold`` event when it changed and is the trigger's threshold."""
+        if delta != self.delta and self.params.trigger == "diameter":
+            self.events.record("threshold", value=delta)
+        self.delta = delta
 
     def adjust(self, changed: np.ndarray, reported: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
         """Store the drifted clients' reports and move each to the nearest center as it was before any move.
@@ -151,7 +164,7 @@ class Fielding(Method):
         return moved, points, centers
 
     def needs_reclustering(self, points: torch.Tensor, moved: np.ndarray, centers: torch.Tensor) -> bool:
-        """The trigger: a cluster wider than Delta (paper), or a center moved by over a third of the mean center distance (released code)."""
+        """Trigger: a cluster wider than Delta (paper), or a center moved > 1/3 of the mean center distance (released code)."""
         metric = self.params.distance
         if self.params.trigger == "diameter":
             return any_cluster_wider_than(points, moved, metric, self.delta)

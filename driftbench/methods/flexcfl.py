@@ -9,7 +9,7 @@ from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, TrainResult, cluster_average, replicate
-from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
+from driftbench.methods.clustering import ClusterCountParams, flat_updates, record_changes, record_global_clustering, unit_vectors
 
 
 class FlexCFL(Method):
@@ -30,6 +30,7 @@ class FlexCFL(Method):
         if rnd == 0:
             directions = -clients.gradients(np.arange(self.ctx.num_clients), 0)
             self.assignment = decomposed_groups(directions, self.params.k, self.ctx.seed)
+            record_global_clustering(self.events, self.assignment)
             k = int(self.assignment.max()) + 1
             self.models = replicate(self.ctx.init_params, k)
             work.charge(directions.size)
@@ -40,11 +41,13 @@ class FlexCFL(Method):
 
     def migrate(self, clients: ClientQueries, changed: np.ndarray) -> None:
         """Move each drifted client to the group whose direction is closest to its own."""
-        for group in np.unique(self.assignment[changed]):
+        before = self.assignment[changed]
+        for group in np.unique(before):
             members = changed[self.assignment[changed] == group]
             directions = -clients.gradients(members, int(group))
             work.charge(work.cosine_similarity(len(members), len(self.group_directions), directions.shape[1]))
             self.assignment[members] = cosine_similarity(directions, self.group_directions).argmax(1)
+        record_changes(self.events, "move", changed, before, self.assignment[changed])
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Average each group's participants and refresh the group directions from their updates."""
@@ -67,6 +70,6 @@ def decomposed_groups(directions: np.ndarray, k: int, seed: int) -> np.ndarray:
     work.charge(work.cosine_similarity(len(directions), k, directions.shape[1]))
     features = cosine_similarity(directions, components)
     model = KMeans(n_clusters=k, n_init=10, random_state=seed)
-    labels = model.fit_predict(features).astype(np.int64)
+    labels: np.ndarray = model.fit_predict(features).astype(np.int64)
     work.charge(work.fitted_kmeans(model, *features.shape))
     return labels

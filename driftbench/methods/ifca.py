@@ -1,4 +1,4 @@
-"""``ifca``: K models; each participant evaluates all of them and trains the one with the lowest loss (Ghosh et al., NeurIPS 2020)."""
+"""``ifca``: K models; each participant evaluates all and trains the one with the lowest loss (Ghosh et al., NeurIPS 2020)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, sample_participants
-from driftbench.methods.clustering import ClusterCountParams, independent_inits
+from driftbench.methods.clustering import ClusterCountParams, independent_inits, record_changes
 
 
 class IFCA(Method):
@@ -27,11 +27,14 @@ class IFCA(Method):
             self.models = independent_inits(self.ctx.init_params, self.params.k, self.ctx.seed)
         participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
         losses = clients.losses(participants, np.arange(self.num_models), trains_one=True)
+        before = self.assignment[participants]
         self.assignment[participants] = best_models(losses)
+        record_changes(self.events, "assign", participants, before, self.assignment[participants])
         return Plan(participants, self.assignment[participants], mu=self.params.mu)
 
 
 def best_models(losses: np.ndarray) -> np.ndarray:
     """Each row's lowest-loss model (the first on ties)."""
     work.charge(losses.size)
-    return np.argmin(losses, axis=1).astype(np.int64)
+    best: np.ndarray = np.argmin(losses, axis=1).astype(np.int64)
+    return best

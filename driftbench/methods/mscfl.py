@@ -25,7 +25,7 @@ from driftbench.config import require
 from driftbench.engine.batched import Params
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, sample_participants
-from driftbench.methods.clustering import as_kernel_tensor, relabel, remix_models
+from driftbench.methods.clustering import as_kernel_tensor, record_global_clustering, relabel, remix_models
 
 RATIO_STREAM = 21  # RNG stream (with the run seed) of the clients' pruning ratios
 CLUSTER_RANGE = (2, 10)  # K searched by silhouette when ``clusters`` = 0
@@ -100,7 +100,8 @@ def mask_bits(masks: Params, names: tuple[str, ...]) -> np.ndarray:
 def hamming_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise Hamming distance between packed masks (number of positions that differ)."""
     work.charge(3 * a.size)  # xor, bit count and sum per packed byte
-    return np.bitwise_count(np.bitwise_xor(a, b)).sum(axis=1).astype(np.int64)
+    distances: np.ndarray = np.bitwise_count(np.bitwise_xor(a, b)).sum(axis=1).astype(np.int64)
+    return distances
 
 
 def inconsistent(previous: np.ndarray, current: np.ndarray, tau: float) -> np.ndarray:
@@ -257,7 +258,9 @@ class MSCFL(Method):
             return
         participants = result.plan.participants
         self.models = {n: p[: self.num_models - len(participants)] for n, p in self.models.items()}
-        bits = mask_bits(result.plan.masks, self.names)
+        masks = result.plan.masks
+        assert masks is not None  # the training phase's plan carries the pending participants' masks
+        bits = mask_bits(masks, self.names)
         current = np.where(self.fresh[participants], hamming_distances(self.masks[participants], bits), -1)
         drifted = inconsistent(self.hamming[participants], current, self.params.tau)
         self.masks[participants], self.hamming[participants] = bits, current
@@ -265,9 +268,7 @@ class MSCFL(Method):
         if self.seen.all() and (not self.clustered or (self.params.migrate and drifted.any())):
             self._cluster()
             self.fresh[:], self.hamming[:] = False, -1
-        self.models = masked_average(
-            self.models, result.params, result.plan.masks, self.assignment[participants], result.num_samples
-        )
+        self.models = masked_average(self.models, result.params, masks, self.assignment[participants], result.num_samples)
         self.pending, self.pending_masks = np.zeros(0, dtype=np.int64), {}
 
     def _prune(self, result: TrainResult) -> None:
@@ -282,3 +283,4 @@ class MSCFL(Method):
         labels = structure_clusters(structure_similarity(masks), self.params.clusters)
         self.models = remix_models(self.models, self.assignment, labels)
         self.assignment, self.clustered = labels, True
+        record_global_clustering(self.events, labels)

@@ -7,6 +7,7 @@ import torch
 
 from driftbench.errors import RunError
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
+from driftbench.methods.clustering import record_global_clustering, record_regrouping
 
 
 class Oracle(Method):
@@ -21,9 +22,14 @@ class Oracle(Method):
         truth = clients.ground_truth()
         if (truth < 0).any():
             raise RunError("oracle needs a trace with ground-truth groups for every client")
-        missing = int(truth.max()) + 1 - self.num_models
+        known = self.num_models
+        missing = int(truth.max()) + 1 - known
         if missing > 0:
             fresh = replicate(self.ctx.init_params, missing)
             self.models = {n: torch.cat([m, fresh[n]]) for n, m in self.models.items()}
-        self.assignment = truth
+        before, self.assignment = self.assignment, truth
+        if rnd == 0:
+            record_global_clustering(self.events, truth)
+        else:  # a group first seen now gets a new model
+            record_regrouping(self.events, "move", truth, np.arange(len(truth)), before, np.unique(truth[truth >= known]))
         return self.uniform_plan(rng)

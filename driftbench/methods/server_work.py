@@ -147,5 +147,5 @@ def aggregation(models: int, parameters: int) -> int:
 
 
 def entropy_minimisation(evaluations: int, n: int) -> int:
-    """FedDAG's fusion-weight search: ``evaluations`` evaluations of the row-softmax entropy of an n x n matrix and its gradient."""
+    """FedDAG's fusion-weight search: ``evaluations`` evaluations of an n x n matrix's row-softmax entropy and its gradient."""
     return ENTROPY_GRADIENT_FLOPS * evaluations * n * n

@@ -1,4 +1,4 @@
-"""The run record (config.json, rounds.csv, summary.json): paths, columns, states and atomic writers.
+"""The run record (config.json, rounds.csv, events.csv, summary.json): paths, columns, states and atomic writers.
 
 A run folder is in one of three states: no config.json (absent), config.json without
 summary.json (incomplete: crashed, interrupted or still running; ``checkpoint/`` may hold
@@ -19,9 +19,9 @@ from driftbench.errors import RunError
 
 # Fields measured on the wall clock; the only ones that differ between identical runs.
 WALL_CLOCK_FIELDS = ("wall_seconds", "server_wall_seconds")
-CONFIG, ROUNDS, SUMMARY, CHECKPOINT = "config.json", "rounds.csv", "summary.json", "checkpoint"
+CONFIG, ROUNDS, EVENTS, SUMMARY, CHECKPOINT = "config.json", "rounds.csv", "events.csv", "summary.json", "checkpoint"
 # config.json fields that describe the environment, not the experiment; --resume may change them.
-VOLATILE_CONFIG = ("device", "git_revision", "driftbench_version", "torch_version")
+VOLATILE_CONFIG = ("device", "git_revision", "driftbench_version", "torch_version", "provenance")
 
 
 def run_label(trace: str, method: str, seed: int) -> str:
@@ -54,14 +54,15 @@ def read_json(path: Path) -> dict[str, Any]:
     """Read a JSON file of the run record; an unreadable one raises ``RunError`` naming it."""
     try:
         with open(path) as fh:
-            return json.load(fh)
+            record: dict[str, Any] = json.load(fh)
+            return record
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RunError(f"{path}: unreadable run record ({exc})") from None
 
 
 def clear_results(run: Path) -> None:
-    """Remove a previous run's summary.json and rounds.csv, so a restarted run reads as incomplete."""
-    for name in (SUMMARY, ROUNDS):
+    """Remove a previous run's summary.json, rounds.csv and events.csv, so a restarted run reads as incomplete."""
+    for name in (SUMMARY, ROUNDS, EVENTS):
         (Path(run) / name).unlink(missing_ok=True)
 
 

@@ -11,8 +11,8 @@ from sklearn.metrics import adjusted_rand_score
 from driftbench.record.schema import Recovery, TimeToAccuracy
 
 FINAL_FRACTION_DENOMINATOR = 10  # final accuracy averages the last tenth of evaluations
-PRE_WINDOW = 3  # evaluations averaged for the pre-drift accuracy
-RECOVERY_TOLERANCE = 0.01  # accuracy counts as recovered within this of the pre-drift level
+PRE_WINDOW = 3  # evaluations averaged for the pre-drift accuracy, and for the post level at an interval's end
+RECOVERY_TOLERANCE = 0.01  # a trough within this of the pre-drift level is no drop; back within it is recovered
 
 
 def final_window(n: int) -> int:
@@ -31,7 +31,7 @@ def final_accuracy(accuracy: np.ndarray) -> float:
 
 
 def plateau_change(accuracy: np.ndarray, fraction: float = 0.2) -> float:
-    """How much accuracy still moves at the end: |mean of the later half - mean of the earlier half| of the last ``fraction`` of evaluations.
+    """How much accuracy still moves at the end: |later-half mean - earlier-half mean| of the last ``fraction`` of evaluations.
 
     Half-means rather than first and last values, so evaluation noise does not pass for a trend.
     """
@@ -46,13 +46,14 @@ def plateau_change(accuracy: np.ndarray, fraction: float = 0.2) -> float:
 def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
     """Mean of each value and up to ``window - 1`` values before it."""
     padded = np.concatenate([np.full(window - 1, np.nan), values])
-    return np.nanmean(np.lib.stride_tricks.sliding_window_view(padded, window), axis=1)
+    means: np.ndarray = np.nanmean(np.lib.stride_tricks.sliding_window_view(padded, window), axis=1)
+    return means
 
 
 def time_to_accuracy(
     rounds: np.ndarray, sim_seconds: np.ndarray, accuracy: np.ndarray, target: float, window: int = 1
-) -> TimeToAccuracy | None:
-    """The first evaluation after which the trailing ``window``-mean of accuracy never drops below target, or None.
+) -> TimeToAccuracy:
+    """The first evaluation after which the trailing ``window``-mean of accuracy never drops below target (null if none).
 
     With ``window`` = the final-accuracy window, a run whose final accuracy is the target
     always reaches it; with ``window`` = 1 a noisy curve may never "stay" above its own mean.
@@ -62,27 +63,27 @@ def time_to_accuracy(
     if accuracy.size:
         accuracy = trailing_mean(accuracy, window)
     if accuracy.size == 0 or accuracy[-1] < target:
-        return None
+        return TimeToAccuracy(target=float(target), rounds=None, sim_seconds=None)
     below = np.flatnonzero(accuracy < target)
     first = int(below[-1]) + 1 if below.size else 0
     return TimeToAccuracy(target=float(target), rounds=int(rounds[first]), sim_seconds=float(sim_seconds[first]))
 
 
 def speedup(reference_tta: TimeToAccuracy | None, method_tta: TimeToAccuracy | None) -> float | None:
-    """Reference TTA seconds over method TTA seconds; None if either never reached the target.
+    """Reference TTA seconds over method TTA seconds; None if either has no target or never reached it.
 
     A method reaching the target at 0 simulated seconds gives inf, or 1.0 when the
     reference did too.
     """
-    if reference_tta is None or method_tta is None:
+    if reference_tta is None or method_tta is None or reference_tta.sim_seconds is None or method_tta.sim_seconds is None:
         return None
     if method_tta.sim_seconds == 0:
         return 1.0 if reference_tta.sim_seconds == 0 else math.inf
     return reference_tta.sim_seconds / method_tta.sim_seconds
 
 
-def recovery(rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, final: float) -> list[Recovery]:
-    """One Recovery per drift event, measured over evaluations until the next later event.
+def recovery(rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, event_kinds: list[str]) -> list[Recovery]:
+    """One Recovery per drift event, measured over evaluations until the next later event (or the end).
 
     Duplicate event rounds each get their own, identical, entry: an event's interval
     ends at the next strictly later event round.
@@ -91,30 +92,45 @@ def recovery(rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray,
     accuracy = np.asarray(accuracy, dtype=float)
     events = np.asarray(event_rounds)
     _check_same_length(rounds, accuracy)
+    _check_same_length(events, np.asarray(event_kinds))
     if np.any(np.diff(events) < 0):
         raise ValueError("event_rounds must be sorted ascending")
     distinct = np.unique(events)
     ends = np.append(distinct, np.inf)[np.searchsorted(distinct, events, side="right")]
-    return [_event_recovery(rounds, accuracy, int(start), end, final) for start, end in zip(events, ends)]
+    return [_event_recovery(rounds, accuracy, int(s), e, k) for s, e, k in zip(events, ends, event_kinds)]
 
 
-def _event_recovery(rounds: np.ndarray, accuracy: np.ndarray, start: int, end: float, final: float) -> Recovery:
-    """Recovery of one event whose interval is rounds in [start, end)."""
+def _event_recovery(rounds: np.ndarray, accuracy: np.ndarray, start: int, end: float, kind: str) -> Recovery:
+    """Recovery of one event whose interval is rounds in [start, end).
+
+    pre: mean of the last 3 evaluations before the event; trough: the interval's minimum;
+    post: mean of its last 3 evaluations; drop = max(0, pre - trough); a drop within the
+    tolerance is ``no_drop``; otherwise rounds to recover counts from the event to the
+    first evaluation after the trough back within the tolerance of pre; delta_permille =
+    (pre - post) / pre x 1000 (Fed-CM's delta, per event; negative: ends above pre).
+    """
     before = accuracy[rounds < start]
     in_interval = (rounds >= start) & (rounds < end)
     window_rounds, window_accuracy = rounds[in_interval], accuracy[in_interval]
-    pre = float(before[-PRE_WINDOW:].mean()) if before.size else None
-    trough = float(window_accuracy.min()) if window_accuracy.size else None
-    drop = pre - trough if pre is not None and trough is not None else None
-    rounds_to_recover = _rounds_to_recover(window_rounds, window_accuracy, pre, start) if pre is not None else None
-    delta_permille = (pre - final) / pre * 1000 if pre is not None and pre != 0 else None
-    return Recovery(start, pre, trough, drop, rounds_to_recover, delta_permille)
+    if not before.size or not window_accuracy.size:
+        return Recovery(start, kind, "no_baseline", None, None, None, None, None, None)
+    pre = float(before[-PRE_WINDOW:].mean())
+    lowest = int(np.argmin(window_accuracy))
+    trough, post = float(window_accuracy[lowest]), float(window_accuracy[-PRE_WINDOW:].mean())
+    drop = max(0.0, pre - trough)
+    delta_permille = (pre - post) / pre * 1000 if pre > 0 else None
+    if drop <= RECOVERY_TOLERANCE:
+        return Recovery(start, kind, "no_drop", pre, trough, post, drop, None, delta_permille)
+    back = np.flatnonzero(window_accuracy[lowest:] >= pre - RECOVERY_TOLERANCE)
+    rounds_to_recover = int(window_rounds[lowest + back[0]]) - start if back.size else None
+    outcome = "not_recovered" if rounds_to_recover is None else "recovered"
+    return Recovery(start, kind, outcome, pre, trough, post, drop, rounds_to_recover, delta_permille)
 
 
-def _rounds_to_recover(window_rounds: np.ndarray, window_accuracy: np.ndarray, pre: float, start: int) -> int | None:
-    """Rounds from start to the first evaluation back within tolerance of pre, or None."""
-    recovered = window_rounds[window_accuracy >= pre - RECOVERY_TOLERANCE]
-    return int(recovered[0]) - start if recovered.size else None
+def has_groups(truth: np.ndarray) -> bool:
+    """Whether the clients with a ground-truth group (>= 0) span at least two groups: only then is ARI defined."""
+    truth = np.asarray(truth)
+    return len(np.unique(truth[truth >= 0])) >= 2
 
 
 def adjusted_rand(truth: np.ndarray, assignment: np.ndarray) -> float:
@@ -143,7 +159,8 @@ def mean_client_distance(label_distributions: np.ndarray, assignment: np.ndarray
 
 def _mean_distance_to_mates(members: np.ndarray) -> np.ndarray:
     """Per member, the mean L1 distance to every other member (self-distance is zero)."""
-    return cdist(members, members, metric="cityblock").sum(axis=1) / (len(members) - 1)
+    distances: np.ndarray = cdist(members, members, metric="cityblock").sum(axis=1) / (len(members) - 1)
+    return distances
 
 
 def _check_same_length(*arrays: np.ndarray) -> None:

@@ -1,4 +1,4 @@
-"""The run record's typed schema: summary, recovery event, time-to-accuracy, overhead and round row, with one reader and one writer each.
+"""The run record's typed schema: summary, recovery, time-to-accuracy, overhead and round row; one reader and one writer each.
 
 summary.json carries ``schema_version``; a record of another version, or one whose fields
 or types are not this schema's, is refused with one line naming the file.
@@ -10,33 +10,52 @@ import io
 import types
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import pandas as pd
 
 from driftbench.atomic import atomic_write
 from driftbench.errors import RunError
+from driftbench.methods.events import EVENT_COLUMNS
 from driftbench.record.files import CONFIG, SUMMARY, read_json, write_json
 
-SCHEMA_VERSION = 2  # version 1: the untyped summaries before the schema (measured server time on the clock)
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+D = TypeVar("D", bound="DataclassInstance")
+
+SCHEMA_VERSION = 3  # 1: untyped, measured server time; 2: typed; 3: events, recovery outcomes, multi-group ARI, extra_* bytes
 
 
 @dataclass(frozen=True)
 class TimeToAccuracy:
-    """The evaluation from which accuracy stays at or above a target."""
+    """The evaluation from which accuracy stays at or above ``target``; ``rounds`` and ``sim_seconds`` null if never."""
 
     target: float
-    rounds: int
-    sim_seconds: float
+    rounds: int | None
+    sim_seconds: float | None
+
+    @property
+    def reached(self) -> bool:
+        """Whether accuracy reached the target and stayed there."""
+        return self.rounds is not None
 
 
 @dataclass(frozen=True)
 class Recovery:
-    """How accuracy fell and recovered around one drift event."""
+    """How accuracy fell and recovered after one drift event, over its interval (to the next event or the end).
+
+    ``outcome`` is ``no_baseline`` (no evaluation before the event: the rest is null),
+    ``no_drop`` (the trough stays within the tolerance of ``pre``), ``recovered`` or
+    ``not_recovered`` (within the interval). README "Run record" defines every field.
+    """
 
     round: int
+    kind: str
+    outcome: str
     pre: float | None
     trough: float | None
+    post: float | None
     drop: float | None
     rounds_to_recover: int | None
     delta_permille: float | None
@@ -48,8 +67,8 @@ class RunOverhead:
 
     cluster_seconds: float
     server_wall_seconds: float
-    upload_bytes: int
-    download_bytes: int
+    extra_upload_bytes: int
+    extra_download_bytes: int
     client_extra_passes: int
 
 
@@ -65,15 +84,16 @@ class Summary:
     seed: int
     rounds: int
     final_accuracy: float
-    time_to_accuracy: TimeToAccuracy | None
-    tta_target: float | None
+    time_to_accuracy: TimeToAccuracy | None  # null without a target (a non-reference method run alone)
     recovery: tuple[Recovery, ...]
-    ari_mean: float | None
+    ari_mean: float | None  # over evaluations whose ground truth has >= 2 groups; null if none has
     ari_final: float | None
+    ari_rounds: int  # how many evaluations ari_mean averages
     n_clusters_final: int
     ari_reference: str | None
     mean_client_distance_final: float
     overhead: RunOverhead
+    events: dict[str, int]  # method events per kind (events.csv)
     sim_seconds: float
     wall_seconds: float
     status: str  # "ok" | "diverged"
@@ -91,7 +111,8 @@ class RoundRow:
     accuracy_mean: float
     accuracy_p10: float
     accuracy_p90: float
-    ari: float  # NaN when the trace defines no ground truth
+    drift_event: int  # 1 if a drift event fell after the previous evaluation and at or before this round
+    ari: float  # NaN unless the ground truth has >= 2 groups at this round
     n_clusters: int
     cluster_seconds: float
     server_wall_seconds: float
@@ -121,19 +142,37 @@ def read_summary(path: Path) -> Summary:
 
 def write_rounds(path: Path, rows: list[RoundRow]) -> None:
     """Write rounds.csv (one row per evaluation, columns in schema order) atomically."""
-    buffer = io.StringIO()
-    pd.DataFrame([asdict(r) for r in rows], columns=list(ROUND_COLUMNS)).to_csv(buffer, index=False)
-    atomic_write(path, lambda fh: fh.write(buffer.getvalue().encode()))
+    _write_csv(path, [asdict(r) for r in rows], ROUND_COLUMNS)
 
 
 def read_rounds(path: Path) -> pd.DataFrame:
     """Read rounds.csv; a file without exactly the schema's columns raises ``RunError`` naming it."""
+    return _read_csv(path, ROUND_COLUMNS, "rounds")
+
+
+def write_events(path: Path, method: str, rows: list[dict[str, Any]]) -> None:
+    """Write events.csv (``EVENT_COLUMNS``: one row per method event; no clients or value: blank) atomically."""
+    _write_csv(path, [{**r, "method": method} for r in rows], EVENT_COLUMNS)
+
+
+def read_events(path: Path) -> pd.DataFrame:
+    """Read events.csv (clients as space-separated ids); a file without exactly its columns raises ``RunError``."""
+    return _read_csv(path, EVENT_COLUMNS, "events", dtype={"clients": str}, keep_default_na=False, na_values={"value": [""]})
+
+
+def _write_csv(path: Path, records: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
+    buffer = io.StringIO()
+    pd.DataFrame(records, columns=list(columns)).to_csv(buffer, index=False)
+    atomic_write(path, lambda fh: fh.write(buffer.getvalue().encode()))
+
+
+def _read_csv(path: Path, columns: tuple[str, ...], what: str, **options: Any) -> pd.DataFrame:
     try:
-        table = pd.read_csv(path)
+        table: pd.DataFrame = pd.read_csv(path, **options)
     except (OSError, ValueError) as exc:
-        raise RunError(f"{path}: unreadable rounds table ({exc})") from None
-    if tuple(table.columns) != ROUND_COLUMNS:
-        raise RunError(f"{path}: rounds table columns {list(table.columns)} are not schema version {SCHEMA_VERSION}'s")
+        raise RunError(f"{path}: unreadable {what} table ({exc})") from None
+    if tuple(table.columns) != columns:
+        raise RunError(f"{path}: {what} table columns {list(table.columns)} are not schema version {SCHEMA_VERSION}'s")
     return table
 
 
@@ -145,7 +184,7 @@ def run_state(run: Path) -> str:
     return "incomplete" if (run / CONFIG).is_file() else "absent"
 
 
-def from_plain(cls: type, data: Any, where: str) -> Any:
+def from_plain(cls: type[D], data: Any, where: str) -> D:
     """The dataclass ``cls`` from its JSON form, checking every field's presence and type."""
     if not isinstance(data, dict):
         raise RunError(f"{where}: expected a table for {cls.__name__}, got {type(data).__name__}")
@@ -166,11 +205,15 @@ def _typed(kind: Any, value: Any, where: str) -> Any:
             return None
         (kind,) = [a for a in args if a is not type(None)]
         return _typed(kind, value, where)
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise RunError(f"{where}: expected a table, got {value!r}")
+        return {k: _typed(args[1], v, f"{where}.{k}") for k, v in value.items()}
     if origin is tuple:
         if not isinstance(value, list):
             raise RunError(f"{where}: expected a list, got {value!r}")
         return tuple(_typed(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
-    if is_dataclass(kind):
+    if isinstance(kind, type) and is_dataclass(kind):
         return from_plain(kind, value, where)
     if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)

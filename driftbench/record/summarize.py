@@ -13,7 +13,9 @@ from driftbench.record.schema import Summary, TimeToAccuracy
 REFERENCE = "fedavg"  # time-to-accuracy targets and speed-ups are relative to this method
 
 
-def summarize(rows: pd.DataFrame, event_rounds: np.ndarray, method: str, target: float | None) -> dict[str, Any]:
+def summarize(
+    rows: pd.DataFrame, event_rounds: np.ndarray, event_kinds: list[str], method: str, target: float | None
+) -> dict[str, Any]:
     """Final accuracy, time-to-accuracy, per-event recovery and ARI: the ``Summary`` fields computed from the rows.
 
     Without a ``target`` the reference method (FedAvg) targets its own final accuracy and
@@ -31,14 +33,14 @@ def summarize(rows: pd.DataFrame, event_rounds: np.ndarray, method: str, target:
     return {
         "final_accuracy": final,
         "time_to_accuracy": tta,
-        "tta_target": target,
-        "recovery": tuple(recovery(rows["round"].to_numpy(), acc, np.asarray(event_rounds), final)),
+        "recovery": tuple(recovery(rows["round"].to_numpy(), acc, np.asarray(event_rounds), event_kinds)),
         "ari_mean": float(ari.mean()) if len(ari) else None,
         "ari_final": float(ari.iloc[-1]) if len(ari) else None,
+        "ari_rounds": len(ari),
         "n_clusters_final": int(rows["n_clusters"].iloc[-1]),
     }
 
 
 def summary_tta(summary: Summary | None) -> TimeToAccuracy | None:
-    """A summary's time-to-accuracy; None without a summary or when the target was not reached."""
+    """A summary's time-to-accuracy; None without a summary or a target."""
     return None if summary is None else summary.time_to_accuracy

@@ -25,7 +25,7 @@ from driftbench.errors import RunError
 
 FORMAT_VERSION = 1
 STATE_FILE = "state.pt"
-REBUILT = ("params", "ctx")  # method attributes that setup() recreates from the run's configuration
+REBUILT = ("params", "ctx", "events")  # method attributes rebuilt from the configuration (the event log: scheduler state)
 _ARRAY_TAG = "__ndarray__"
 _PLAIN = (int, float, bool, str, type(None))
 
@@ -123,7 +123,8 @@ def load(directory: Path, device: torch.device) -> dict[str, Any]:
         raise RunError(f"{path}: unreadable checkpoint ({type(exc).__name__}); delete it or rerun without --resume") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
         raise RunError(f"{path}: not a driftbench checkpoint of format {FORMAT_VERSION}; delete it or rerun without --resume")
-    return decode(state)
+    decoded: dict[str, Any] = decode(state)
+    return decoded
 
 
 def exists(directory: Path) -> bool:

@@ -56,7 +56,8 @@ class RoundClients:
     def window_sizes(self) -> np.ndarray:
         """Every client's current training-window size."""
         bounds = self.stream.seg_train[self.segments]
-        return bounds[:, 1] - bounds[:, 0]
+        sizes: np.ndarray = bounds[:, 1] - bounds[:, 0]
+        return sizes
 
     def work(self, clients: np.ndarray, rng: np.random.Generator, local_steps: int | None = None) -> LocalWork:
         """This round's local training for ``clients`` (``local_steps`` or the trace's): batches from their windows."""

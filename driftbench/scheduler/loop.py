@@ -25,7 +25,7 @@ from driftbench.errors import RunError
 from driftbench.methods.base import ClientQueries, RoundTraffic, RunContext, TrainResult
 from driftbench.methods.server_work import counting
 from driftbench.record.files import run_dir
-from driftbench.record.metrics import adjusted_rand, mean_client_distance
+from driftbench.record.metrics import adjusted_rand, has_groups, mean_client_distance
 from driftbench.record.schema import SCHEMA_VERSION, RoundRow, RunOverhead, Summary
 from driftbench.record.summarize import summarize
 from driftbench.scheduler import checkpoint
@@ -100,7 +100,8 @@ class Scheduler:
         out = run_dir(spec.out, spec.trace.name, spec.method.name, spec.seed)
         self.recorder = Recorder(out, run_config(spec, self.device, self.trace.content_hash()))
         self.rows: list[RoundRow] = []
-        self.status, self.diverged_round, self.last_round = "ok", None, 0
+        self.status, self.last_round = "ok", 0
+        self.diverged_round: int | None = None
         self.started = time.perf_counter()
         self.next_round = 0
 
@@ -132,6 +133,7 @@ class Scheduler:
         return {
             "clock": self.clock.state(),
             "rows": [asdict(r) for r in self.rows],
+            "events": self.method.events.rows,
             "status": self.status,
             "diverged_round": self.diverged_round,
             "last_round": self.last_round,
@@ -143,6 +145,7 @@ class Scheduler:
         state = saved["scheduler"]
         self.clock.restore(state["clock"])
         self.rows = [RoundRow(**row) for row in state["rows"]]
+        self.method.events.rows = list(state["events"])
         self.status, self.diverged_round, self.last_round = state["status"], state["diverged_round"], state["last_round"]
         self.started = time.perf_counter() - state["wall_seconds"]
         checkpoint.restore_method(self.method, saved["method"])
@@ -172,6 +175,7 @@ class Scheduler:
         """One round: reports, plan, local training, aggregation, clock, evaluation; False once diverged."""
         segments = self.trace.segments_at(rnd)
         clients = self.clients(segments)
+        self.method.events.round = rnd
         traffic = RoundTraffic.empty(self.trace.num_clients)
         truth = self.trace.seg_group[segments] if self.method.oracle else None
         queries = ClientQueries(self.trace.changed_at(rnd), clients, self.ctx.model_bytes, self.clock.overhead, traffic, truth)
@@ -203,6 +207,8 @@ class Scheduler:
         acc = self.clients(segments).accuracy(self.method.assignment)
         truth = self.trace.seg_group[segments]
         clock = self.clock
+        previous = self.rows[-1].round if self.rows else -1
+        events = self.trace.event_round
         return RoundRow(
             round=rnd,
             sim_seconds=clock.sim_seconds,
@@ -210,7 +216,8 @@ class Scheduler:
             accuracy_mean=float(acc.mean()),
             accuracy_p10=float(np.percentile(acc, 10)),
             accuracy_p90=float(np.percentile(acc, 90)),
-            ari=adjusted_rand(truth, self.method.assignment) if (truth >= 0).any() else float("nan"),
+            drift_event=int(((events > previous) & (events <= rnd)).any()),
+            ari=adjusted_rand(truth, self.method.assignment) if has_groups(truth) else float("nan"),
             n_clusters=int(len(np.unique(self.method.assignment))),
             cluster_seconds=clock.server_seconds,
             server_wall_seconds=clock.server_wall_seconds,
@@ -235,7 +242,7 @@ class Scheduler:
             oracle=self.method.oracle,
             seed=spec.seed,
             rounds=self.trace.rounds,
-            **summarize(table, self.trace.event_round, spec.method.name, spec.target),
+            **summarize(table, self.trace.event_round, [e.kind for e in self.trace.events()], spec.method.name, spec.target),
             ari_reference="ground_truth" if self.trace.num_groups else None,
             mean_client_distance_final=mean_client_distance(counts / counts.sum(1, keepdims=True), self.method.assignment),
             overhead=RunOverhead(
@@ -245,13 +252,14 @@ class Scheduler:
                 overhead.download_bytes,
                 overhead.client_extra_passes,
             ),
+            events=self.method.events.counts(),
             sim_seconds=clock.sim_seconds,
             wall_seconds=wall,
             status=self.status,
             diverged_round=self.diverged_round,
             run_dir=str(self.out),
         )
-        self.recorder.finish(self.rows, summary, spec.checkpointing.keep)
+        self.recorder.finish(self.rows, self.method.events.rows, summary, spec.checkpointing.keep)
         return summary
 
 

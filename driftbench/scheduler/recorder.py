@@ -7,8 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from driftbench.errors import ConfigError
-from driftbench.record.files import CHECKPOINT, CONFIG, ROUNDS, SUMMARY, clear_results, config_difference, read_json, write_json
-from driftbench.record.schema import RoundRow, Summary, read_summary, run_state, write_rounds, write_summary
+from driftbench.record.files import (
+    CHECKPOINT,
+    CONFIG,
+    EVENTS,
+    ROUNDS,
+    SUMMARY,
+    clear_results,
+    config_difference,
+    read_json,
+    write_json,
+)
+from driftbench.record.schema import RoundRow, Summary, read_summary, run_state, write_events, write_rounds, write_summary
 from driftbench.scheduler import checkpoint
 
 log = logging.getLogger("driftbench")
@@ -22,7 +32,7 @@ class Recorder:
         self.checkpoint_dir = out / CHECKPOINT
 
     def state(self, resume: bool) -> str:
-        """``absent`` (start afresh), ``incomplete`` (continue) or the stored status (complete); always absent without ``resume``."""
+        """``absent`` (start afresh), ``incomplete`` (continue) or the stored status (complete); absent without ``resume``."""
         if not resume:
             return "absent"
         state = run_state(self.out)
@@ -51,9 +61,10 @@ class Recorder:
         log.info("%s is complete; --resume keeps it", self.out)
         return read_summary(self.out / SUMMARY)
 
-    def finish(self, rows: list[RoundRow], summary: Summary, keep_checkpoint: bool) -> None:
-        """Write rounds.csv, then summary.json (last: it marks the run complete); drop the checkpoint unless kept."""
+    def finish(self, rows: list[RoundRow], events: list[dict[str, Any]], summary: Summary, keep_checkpoint: bool) -> None:
+        """Write rounds.csv, events.csv, then summary.json (last: it marks the run complete); drop the checkpoint unless kept."""
         write_rounds(self.out / ROUNDS, rows)
+        write_events(self.out / EVENTS, summary.method, events)
         write_summary(self.out / SUMMARY, summary)
         if not keep_checkpoint:
             checkpoint.remove(self.checkpoint_dir)

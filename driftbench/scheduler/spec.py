@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import platform
+import shlex
 import subprocess
+import sys
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 import driftbench
@@ -61,7 +66,12 @@ class RunSpec:
 def run_config(spec: RunSpec, device: torch.device, trace_hash: str) -> dict[str, Any]:
     """config.json of the run ``spec`` on ``device``: everything needed to reproduce it."""
     return {
-        "trace": {"name": spec.trace.name, "hash": trace_hash, **spec.trace.info},
+        "trace": {
+            "name": spec.trace.name,
+            "hash": trace_hash,
+            **spec.trace.info,
+            "event_rounds": spec.trace.event_round.tolist(),
+        },
         "method": spec.method.as_config(),
         "train": as_plain(spec.train),
         "seed": spec.seed,
@@ -70,6 +80,18 @@ def run_config(spec: RunSpec, device: torch.device, trace_hash: str) -> dict[str
         "driftbench_version": driftbench.__version__,
         "git_revision": git_revision(),
         "torch_version": torch.__version__,
+        "provenance": provenance(),
+    }
+
+
+def provenance() -> dict[str, Any]:
+    """Where and when a run started: command line, UTC time, Python and numpy versions, torch's CPU threads."""
+    return {
+        "command": shlex.join(sys.argv),
+        "started_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "python_version": platform.python_version(),
+        "numpy_version": np.__version__,
+        "threads": torch.get_num_threads(),
     }
 
 

@@ -37,3 +37,13 @@ def context(n, participants, params=None, classes=3):
 def queries(side, changed=(), overhead=None, model_bytes=100):
     """ClientQueries over ``side`` with the given drifted clients."""
     return ClientQueries(np.asarray(changed, dtype=np.int64), side, model_bytes, overhead if overhead is not None else Overhead())
+
+
+def events(method):
+    """The method's logged events as (kind, clients, value) tuples (rounds are the scheduler's to stamp)."""
+    return [(row["kind"], row["clients"], row["value"]) for row in method.events.rows]
+
+
+def id_text(clients):
+    """Client ids as an event row writes them."""
+    return " ".join(str(int(c)) for c in clients)

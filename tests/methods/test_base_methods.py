@@ -10,6 +10,7 @@ from driftbench.methods.base import ClientQueries, Overhead, RoundTraffic, RunCo
 from driftbench.methods.catalog import load_method
 from driftbench.methods.clustering import kmeans_by_silhouette
 from driftbench.train_config import TrainConfig
+from tests.methods.fakes import events
 
 
 def ctx(n=6, participants=3):
@@ -80,15 +81,23 @@ def test_static_clusters_label_histograms_once_and_counts_their_upload():
     before = method.assignment.copy()
     method.plan(1, queries(hist[::-1].copy()), np.random.default_rng(1))
     assert np.array_equal(method.assignment, before)  # never re-clusters
+    assert events(method) == [("recluster_global", "0 1 2 3 4 5", 2.0)]
 
 
-def test_oracle_follows_truth_and_grows_its_bank():
+def test_oracle_follows_truth_grows_its_bank_and_logs_each_regrouping():
     method = load_method("oracle").create()
     method.setup(ctx())
     method.plan(0, queries(truth=np.array([0, 0, 0, 1, 1, 1])), np.random.default_rng(0))
     assert method.num_models == 2
     method.plan(1, queries(truth=np.array([0, 3, 0, 1, 1, 1])), np.random.default_rng(0))
     assert method.num_models == 4 and method.assignment.tolist() == [0, 3, 0, 1, 1, 1]
+    method.plan(2, queries(truth=np.array([1, 3, 0, 1, 1, 0])), np.random.default_rng(0))
+    method.plan(3, queries(truth=np.array([1, 3, 0, 1, 1, 0])), np.random.default_rng(0))
+    assert events(method) == [
+        ("recluster_global", "0 1 2 3 4 5", 2.0),
+        ("create", "1", 3.0),  # group 3 is new (group 2 never had clients): 3 groups in use
+        ("move", "0 5", None),
+    ]
 
 
 def test_loss_and_gradient_queries_count_their_traffic_and_passes():
@@ -146,6 +155,7 @@ def test_fedprox_is_fedavg_with_mu_and_overrides_are_checked():
     method.setup(ctx())
     plan = method.plan(0, queries(), np.random.default_rng(0))
     assert plan.mu == 0.01 and len(plan.participants) == 3 and plan.start_models.tolist() == [0, 0, 0]
+    assert events(method) == []  # one global model: no decisions to log
     assert load_method("fedavg", {"mu": "0.5"}).params.mu == 0.5
     with pytest.raises(ConfigError, match="mu must be >= 0"):
         load_method("fedavg", {"mu": "-1"})

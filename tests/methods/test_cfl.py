@@ -6,7 +6,7 @@ import torch
 from driftbench.methods.base import Overhead, Plan, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.cfl import bipartition, should_split
-from tests.methods.fakes import ScriptedClients, context, queries
+from tests.methods.fakes import ScriptedClients, context, events, queries
 
 
 def test_split_needs_a_small_mean_and_a_large_maximum():
@@ -37,5 +37,6 @@ def test_flagged_cluster_is_split_by_all_members_gradients_next_round():
     a = method.assignment
     assert a[0] == a[1] != a[2] == a[3] and method.num_models == 2
     assert torch.equal(method.models["w"][0], method.models["w"][1])  # the new half copies the cluster model
+    assert events(method) == [("split", "0 1 2 3", 2.0)]  # the members of the split cluster; 2 clusters now
     # 4 members: the model down, a 2-number gradient up, one pass each
     assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (400, 32, 4)

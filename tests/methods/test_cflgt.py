@@ -13,6 +13,7 @@ from driftbench.methods.base import ClientQueries, Overhead, RunContext
 from driftbench.methods.catalog import load_method
 from driftbench.methods.cflgt import affinity_clusters, class_forces, trajectory, trajectory_distances
 from driftbench.train_config import TrainConfig
+from tests.methods.fakes import events
 
 
 def test_forces_sum_back_to_the_classifier_weight_gradient():
@@ -83,6 +84,7 @@ def test_cflgt_clusters_once_after_pretraining_unless_asked_to_recluster():
                 assert method.num_models == 1 and not clients.calls
         assert len(clients.calls) == expected_calls and all(c == (list(range(6)), 0) for c in clients.calls)
         assert method.assignment.tolist() in ([0, 1, 0, 1, 1, 0], [1, 0, 1, 0, 0, 1]) and method.num_models == 2
+        assert events(method) == [("recluster_global", "0 1 2 3 4 5", 2.0)] * expected_calls  # 2 clusters found each time
         # each clustering: 6 probe downloads, 6 x 2C numbers up, 6 forward passes
         assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (
             expected_calls * 600,
@@ -127,4 +129,4 @@ def test_cflgt_runs_on_label_swap_through_the_cli(tmp_path, capsys):
     summary = json.loads((tmp_path / "label-swap/cflgt/seed0/summary.json").read_text())
     assert summary["status"] == "ok"
     # clustered at rounds 2 and 4: each time 12 clients run one forward pass and upload 2 x 10 numbers
-    assert summary["overhead"]["client_extra_passes"] == 24 and summary["overhead"]["upload_bytes"] == 24 * 20 * 4
+    assert summary["overhead"]["client_extra_passes"] == 24 and summary["overhead"]["extra_upload_bytes"] == 24 * 20 * 4

@@ -1,4 +1,4 @@
-"""Every drift-aware method runs end to end through ``driftbench run`` on tiny label-swap and static traces, with counted overhead."""
+"""Every drift-aware method runs end to end through ``driftbench run`` on tiny label-swap and static traces, counting overhead."""
 
 import json
 
@@ -43,29 +43,29 @@ def test_every_method_runs_and_reports_overhead(trace, tmp_path):
     # FIELDING (label): every client's histogram at round 0, each drifted client's later; nothing down, no passes
     assert summaries["fielding"]["overhead"] | SERVER_TIME == {
         **SERVER_TIME,
-        "upload_bytes": FLOAT_BYTES * classes * (clients + changed),
-        "download_bytes": 0,
+        "extra_upload_bytes": FLOAT_BYTES * classes * (clients + changed),
+        "extra_download_bytes": 0,
         "client_extra_passes": 0,
     }
     # IFCA (K = 4): per participant and round, 3 extra models down, 4 losses up, 4 passes
     assert summaries["ifca"]["overhead"] | SERVER_TIME == {
         **SERVER_TIME,
-        "upload_bytes": rounds * participants * 4 * FLOAT_BYTES,
-        "download_bytes": rounds * participants * 3 * MODEL_BYTES,
+        "extra_upload_bytes": rounds * participants * 4 * FLOAT_BYTES,
+        "extra_download_bytes": rounds * participants * 3 * MODEL_BYTES,
         "client_extra_passes": rounds * participants * 4,
     }
     # PACFL (p = 3): every client's 3 principal vectors of 64 pixels, once
-    assert summaries["pacfl"]["overhead"]["upload_bytes"] == clients * 64 * 3 * FLOAT_BYTES
+    assert summaries["pacfl"]["overhead"]["extra_upload_bytes"] == clients * 64 * 3 * FLOAT_BYTES
     # Auxo learns from training outputs only
     assert summaries["auxo"]["overhead"] | SERVER_TIME == {
         **SERVER_TIME,
-        "upload_bytes": 0,
-        "download_bytes": 0,
+        "extra_upload_bytes": 0,
+        "extra_download_bytes": 0,
         "client_extra_passes": 0,
     }
     # FedDrift: every client evaluates every model every round (at least one model per round)
     assert summaries["feddrift"]["overhead"]["client_extra_passes"] >= clients * rounds
     assert (
-        summaries["feddrift"]["overhead"]["download_bytes"]
+        summaries["feddrift"]["overhead"]["extra_download_bytes"]
         == summaries["feddrift"]["overhead"]["client_extra_passes"] * MODEL_BYTES
     )

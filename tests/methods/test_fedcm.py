@@ -9,10 +9,11 @@ import torch
 
 from driftbench.cli import main
 from driftbench.errors import ConfigError
-from driftbench.methods.base import RunContext, TrainResult
+from driftbench.methods.base import Plan, RunContext, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.fedcm import migrations, modularity_local_moves, path_similarity, similarity_graph
 from driftbench.train_config import TrainConfig
+from tests.methods.fakes import events
 
 TINY = [
     "--rounds",
@@ -101,9 +102,8 @@ def ctx(n=5, participants=2):
     return RunContext(n, 2, init, TrainConfig(participants=participants), seed=0, classifier="head")
 
 
-def test_warmup_slices_cover_every_client_once_then_paths_cluster_them():
-    method = load_method("fedcm", {"warmup_steps": "3"}).create()
-    method.setup(ctx())
+def warm_up(method):
+    """Fed-CM's warm-up on ctx()'s 5 clients, whose paths point two ways (clients 0, 2 and 1, 3, 4); returns who trained."""
     direction = {0: torch.tensor([1.0, 0, 0, 0, 0, 0, 0, 0]), 1: torch.tensor([0, 0, 0, 0, 0, 0, 1.0, 1.0])}
     group = [0, 1, 0, 1, 1]
     seen = []
@@ -117,10 +117,32 @@ def test_warmup_slices_cover_every_client_once_then_paths_cluster_them():
         path = {"head.weight": steps[:, :, :6].reshape(-1, 3, 2, 3), "head.bias": steps[:, :, 6:]}
         params = {n: p.unsqueeze(0).repeat(len(plan.participants), *[1] * p.dim()) for n, p in ctx().init_params.items()}
         method.aggregate(rnd, TrainResult(plan, params, np.ones(len(plan.participants)), np.zeros(len(plan.participants)), path))
-    assert sorted(seen) == [0, 1, 2, 3, 4]
+    return seen
+
+
+def test_warmup_slices_cover_every_client_once_then_paths_cluster_them():
+    method = load_method("fedcm", {"warmup_steps": "3"}).create()
+    method.setup(ctx())
+    assert sorted(warm_up(method)) == [0, 1, 2, 3, 4]
     assert method.assignment.tolist() == [0, 1, 0, 1, 1] and method.num_models == 2 and method.paths is None
+    assert events(method) == [("recluster_global", "0 1 2 3 4", 2.0)]
     after = method.plan(3, None, np.random.default_rng(3))
     assert after.local_steps is None and after.upload_floats == 0 and len(after.participants) == 2
+
+
+def test_a_participant_pointing_away_from_its_cluster_migrates_and_is_logged():
+    method = load_method("fedcm", {"warmup_steps": "3"}).create()
+    method.setup(ctx())
+    warm_up(method)
+    update = torch.zeros(5, 8, dtype=torch.float64)  # [head.weight (6), head.bias (2)] per client; the bank is still zero
+    update[[0, 2], 0] = 1.0
+    update[[1, 3], 6] = 1.0
+    update[4, 6] = -1.0  # cluster 1's direction is +e6: client 4 points away (cosine -1), and is orthogonal to cluster 0's
+    plan = Plan(np.arange(5), method.assignment.copy())
+    trained = {"head.weight": update[:, :6].reshape(5, 2, 3), "head.bias": update[:, 6:]}
+    method.aggregate(3, TrainResult(plan, trained, np.ones(5), np.zeros(5)))
+    assert method.assignment.tolist() == [0, 1, 0, 1, 0]
+    assert events(method)[1:] == [("migrate", "4", None)]
 
 
 def test_bad_parameters_name_the_field():
@@ -139,4 +161,4 @@ def test_fedcm_runs_on_label_swap_through_the_cli(tmp_path, capsys, migrate):
     summary = json.loads((tmp_path / "label-swap/fedcm/seed0/summary.json").read_text())
     assert summary["status"] == "ok"
     # 12 clients warm up in 2 slices of 6, each uploading 4 steps x (200 x 10 + 10) classifier numbers
-    assert summary["overhead"]["upload_bytes"] == 12 * 4 * 2010 * 4
+    assert summary["overhead"]["extra_upload_bytes"] == 12 * 4 * 2010 * 4

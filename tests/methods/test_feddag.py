@@ -9,6 +9,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from driftbench.cli import main
 from driftbench.engine.models import build_model
+from driftbench.methods.base import replicate
+from driftbench.methods.catalog import load_method
 from driftbench.methods.dual_encoder import complementarity, encoder_halves, owner_masks, rarity_ranks, top_sources
 from driftbench.methods.feddag_similarity import (
     class_angles,
@@ -24,6 +26,8 @@ from driftbench.methods.feddag_similarity import (
     shifted,
     split_subspaces,
 )
+from driftbench.record.schema import read_events, read_rounds
+from tests.methods.fakes import context, events
 
 
 def subspaces(data_by_class, num_classes=3, p=2):
@@ -72,7 +76,10 @@ def test_fusion_uses_the_lower_index_weight_and_learning_lowers_the_entropy():
     start = np.full(3, 0.5)
     w = fusion_weights(g, v, start, np.array([True, True, False]))
     assert w[2] == 0.5 and ((0 <= w) & (w <= 1)).all()
-    entropy = lambda weights: float(entropy_loss(torch.as_tensor(fuse(g, v, weights))))
+
+    def entropy(weights):
+        return float(entropy_loss(torch.as_tensor(fuse(g, v, weights))))
+
     assert entropy(w) < entropy(start) - 1e-3
 
 
@@ -134,6 +141,19 @@ def test_cc_graph_prefers_sources_rich_in_what_a_cluster_lacks():
     assert (aligned[~np.eye(3, dtype=bool)] == 0).all()  # orthogonal class subspaces: nothing to share
 
 
+def test_placed_clients_migrate_to_their_settled_mates_cluster_or_get_a_new_one():
+    method = load_method("feddag-single").create()
+    method.setup(context(6, participants=2))
+    method.assignment = np.array([0, 0, 0, 1, 1, 1])
+    method.clusters = replicate({"w": torch.zeros(2, dtype=torch.float64)}, 2)
+    done = np.array([0, 5])
+    method.warming = done  # clients 0 and 5 finished their re-warm-up after a shift
+    hc_labels = np.array([1, 0, 0, 1, 1, 2])  # client 0 sits with settled 3 and 4; client 5 with no settled client
+    method.reassign(done, hc_labels, {"w": torch.ones(2, 2, dtype=torch.float64)}, np.ones(2))
+    assert method.assignment.tolist() == [1, 0, 0, 1, 1, 2] and method.num_clusters == 3
+    assert events(method) == [("create", "5", 3.0), ("migrate", "0", None)]
+
+
 TINY = [
     "--rounds",
     "6",
@@ -156,8 +176,11 @@ def test_runs_on_label_swap_through_the_cli(method, tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     run_dir = tmp_path / "label-swap" / method / "seed0"
     summary = json.loads((run_dir / "summary.json").read_text())
-    rounds = (run_dir / "rounds.csv").read_text().splitlines()
-    assert summary["status"] == "ok" and len(rounds) == 7
-    assert rounds[1].split(",")[7] == "12"  # warm-up: every client on its own model
-    assert int(rounds[3].split(",")[7]) < 12  # clustered after warmup_rounds = 2
-    assert summary["overhead"]["upload_bytes"] > 0  # class counts and principal vectors were uploaded
+    clusters = read_rounds(run_dir / "rounds.csv")["n_clusters"]
+    assert summary["status"] == "ok" and len(clusters) == 6
+    assert clusters[0] == 12  # warm-up: every client on its own model
+    assert clusters[2] < 12  # clustered after warmup_rounds = 2
+    assert summary["overhead"]["extra_upload_bytes"] > 0  # class counts and principal vectors were uploaded
+    first = read_events(run_dir / "events.csv").iloc[0]
+    assert (first["round"], first["kind"], first["clients"]) == (2, "recluster_global", " ".join(map(str, range(12))))
+    assert first["value"] == clusters[2] and summary["events"]["recluster_global"] == 1

@@ -1,4 +1,4 @@
-"""FIELDING's threshold schedule, order-independent moves, re-clustering with model averaging, and its overhead."""
+"""FIELDING's threshold schedule, order-independent moves, re-clustering with model averaging, its overhead and event log."""
 
 import numpy as np
 import pytest
@@ -8,10 +8,11 @@ from driftbench.errors import ConfigError
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.fielding import next_delta
-from tests.methods.fakes import ScriptedClients, context, queries
+from tests.methods.fakes import ScriptedClients, context, events, id_text, queries
 
 # two tight groups of label distributions over 3 classes
 GROUPS = np.array([[9, 1, 0], [8, 2, 0], [9, 0, 1], [0, 1, 9], [1, 0, 9], [0, 2, 8]], dtype=float)
+EVERYONE = id_text(range(len(GROUPS)))
 
 
 def fielding(**sets):
@@ -35,6 +36,7 @@ def test_initial_clusters_and_label_upload():
     a = method.assignment
     assert len(set(a[:3])) == 1 and len(set(a[3:])) == 1 and a[0] != a[3]
     assert method.num_models == 2 and method.delta == 0.1
+    assert events(method) == [("recluster_global", EVERYONE, 2.0)]
     assert (overhead.upload_bytes, overhead.download_bytes, overhead.client_extra_passes) == (6 * 3 * 4, 0, 0)
     assert sorted(np.bincount(a[plan.participants]).tolist()) == [2, 2]  # M/K = 4/2 per cluster
 
@@ -52,6 +54,7 @@ def test_moves_use_frozen_centers_so_order_does_not_matter():
         method.plan(1, queries(ScriptedClients(drifted), changed=order, overhead=overhead), np.random.default_rng(1))
         assert overhead.upload_bytes == 2 * 3 * 4
         assert method.assignment[0] == second and method.assignment[1] == first
+        assert events(method)[1:] == [("move", "0", None)]  # client 1 stays; Delta = c stays; no re-clustering
         results.append(method.assignment.tolist())
     assert results[0] == results[1]
 
@@ -73,6 +76,7 @@ def test_reclustering_averages_members_previous_models_after_their_moves():
         assert method.models["w"][k, 0].item() == pytest.approx(moved_model[new == k].mean())
     assert method.num_models == len(np.unique(new))
     assert method.delta == 0.1 and method.reclustered_before
+    assert events(method)[1:] == [("move", "0 3", None), ("recluster_global", EVERYONE, float(method.num_models))]
 
 
 def test_two_consecutive_reclusterings_double_delta_and_a_quiet_round_lowers_it():
@@ -85,11 +89,24 @@ def test_two_consecutive_reclusterings_double_delta_and_a_quiet_round_lowers_it(
     back[[0, 3]] = [[0, 5, 5], [5, 5, 0]]
     assert method.handle_drift(queries(ScriptedClients(back), changed=[0, 3]))
     assert method.delta == pytest.approx(0.2)
+    kinds = [kind for kind, _, _ in events(method)]
+    assert kinds.count("recluster_global") == 3 and kinds[-1] == "threshold"  # Delta = c at the first: no change
+    assert events(method)[-1] == ("threshold", "", pytest.approx(0.2))
     method = fielding()
     method.plan(0, queries(ScriptedClients(GROUPS)), np.random.default_rng(0))
     method.delta, method.reclustered_before = 0.4, True  # the groups' diameter is 0.4: not wider than Delta
     assert not method.handle_drift(queries(ScriptedClients(GROUPS), changed=[0]))
     assert method.delta == pytest.approx(0.3)
+    assert events(method)[1:] == [("threshold", "", pytest.approx(0.3))]  # client 0 reported no change: no move
+
+
+def test_center_shift_trigger_logs_no_threshold_events():
+    method = fielding(trigger="center_shift")
+    method.plan(0, queries(ScriptedClients(GROUPS)), np.random.default_rng(0))
+    method.delta = 0.4
+    method.handle_drift(queries(ScriptedClients(GROUPS), changed=[0]))
+    assert method.delta == pytest.approx(0.3)  # still updated, but not the trigger's threshold
+    assert "threshold" not in [kind for kind, _, _ in events(method)]
 
 
 def test_bad_parameters_name_the_field():

@@ -5,7 +5,7 @@ import numpy as np
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.flexcfl import decomposed_groups
-from tests.methods.fakes import ScriptedClients, context, queries
+from tests.methods.fakes import ScriptedClients, context, events, queries
 
 PLANTED = np.array([[1, 0.1, 0, 0], [1, -0.1, 0, 0], [0.9, 0, 0.1, 0], [0, 0, 1, 0.1], [0, 0.1, 1, 0], [0, 0, 0.9, -0.1]])
 
@@ -26,3 +26,4 @@ def test_drifted_client_migrates_to_the_closest_group():
     moved[0] = -PLANTED[4]
     method.plan(1, queries(ScriptedClients(grads=moved), changed=[0]), np.random.default_rng(1))
     assert method.assignment[0] == a[4] and method.assignment[1:].tolist() == a[1:].tolist()
+    assert events(method) == [("recluster_global", "0 1 2 3 4 5", 2.0), ("move", "0", None)]

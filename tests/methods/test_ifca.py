@@ -5,7 +5,7 @@ import numpy as np
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.ifca import best_models
-from tests.methods.fakes import ScriptedClients, context, queries
+from tests.methods.fakes import ScriptedClients, context, events, queries
 
 
 def test_best_models_is_the_row_argmin():
@@ -24,3 +24,16 @@ def test_participants_train_their_lowest_loss_model_and_overhead_is_counted():
     assert method.num_models == 3 and plan.models_downloaded == 1
     # 6 participants x (3 - 1) extra models; 3 losses up and 3 forward passes each
     assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (1200, 72, 18)
+
+
+def test_clients_whose_lowest_loss_model_changed_are_logged_as_assigned():
+    method = load_method("ifca", {"k": "3"}).create()
+    method.setup(context(4, participants=4))
+    losses = np.array([[0.5, 0.2, 0.9], [0.1, 0.3, 0.2], [0.7, 0.7, 0.4], [0.1, 0.5, 0.2]])
+    method.plan(0, queries(ScriptedClients(losses=losses)), np.random.default_rng(0))
+    assert events(method) == [("assign", "0 2", None)]  # clients 1 and 3 keep model 0
+    method.plan(1, queries(ScriptedClients(losses=losses)), np.random.default_rng(1))
+    assert len(events(method)) == 1  # nobody changed: no event
+    losses[3] = [0.9, 0.1, 0.5]
+    method.plan(2, queries(ScriptedClients(losses=losses)), np.random.default_rng(2))
+    assert events(method)[1:] == [("assign", "3", None)]

@@ -21,7 +21,7 @@ from driftbench.methods.mscfl import (
     structure_similarity,
 )
 from driftbench.train_config import TrainConfig
-from tests.methods.fakes import ScriptedClients, queries
+from tests.methods.fakes import ScriptedClients, events, queries
 
 
 def test_count_target_counts_agreeing_target_positions_over_ratio_times_length():
@@ -126,6 +126,7 @@ def test_mscfl_clusters_by_masks_and_reclusters_only_when_masks_change_faster_th
     assert method.hamming.tolist() == ([-1] * 4 if migrate else [8, 0, 0, 0])  # a clustering restarts the history
     moved = method.assignment[0] == method.assignment[1]
     assert moved == migrate and len(np.unique(method.assignment)) == 2
+    assert events(method) == [("recluster_global", "0 1 2 3", 2.0)] * (2 if migrate else 1)
 
 
 def test_bad_parameters_name_the_field():
@@ -166,4 +167,4 @@ def test_mscfl_runs_on_label_swap_through_the_cli(tmp_path, capsys, migrate):
     summary = json.loads((tmp_path / "label-swap/mscfl/seed0/summary.json").read_text())
     assert summary["status"] == "ok" and summary["n_clusters_final"] >= 2
     # client rounds of 12, 6 and 6 participants: each reports its window size and uploads its mask
-    assert summary["overhead"]["upload_bytes"] == 4 * 24 * (1 + MASK_FLOATS)
+    assert summary["overhead"]["extra_upload_bytes"] == 4 * 24 * (1 + MASK_FLOATS)

@@ -9,7 +9,7 @@ from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.clustering import principal_angles
 from driftbench.methods.pacfl import angle_clusters
-from tests.methods.fakes import ScriptedClients, context, queries
+from tests.methods.fakes import ScriptedClients, context, events, queries
 
 
 def test_identical_subspaces_are_0_and_orthogonal_ones_90_degrees():
@@ -51,3 +51,4 @@ def test_one_shot_clustering_by_data_subspaces_and_its_upload():
     assert (overhead.upload_bytes, overhead.download_bytes, overhead.client_extra_passes) == (4 * 16 * 1 * 4, 0, 0)
     method.plan(1, queries(ScriptedClients(inputs=inputs[::-1]), changed=[0, 1, 2, 3]), np.random.default_rng(1))
     assert method.assignment.tolist() == a.tolist()  # one shot
+    assert events(method) == [("recluster_global", "0 1 2 3", 2.0)]

@@ -9,6 +9,7 @@ from driftbench.record.metrics import (
     adjusted_rand,
     final_accuracy,
     final_window,
+    has_groups,
     mean_client_distance,
     plateau_change,
     recovery,
@@ -62,19 +63,20 @@ def test_time_to_accuracy_above_from_start():
     assert time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.8) == TimeToAccuracy(0.8, 1, 10.0)
 
 
-def test_time_to_accuracy_never_reached():
+def test_time_to_accuracy_never_reached_keeps_the_target():
     accuracy = np.array([0.1, 0.5, 0.8, 0.85, 0.9])
-    assert time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.95) is None
+    missed = time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.95)
+    assert missed == TimeToAccuracy(0.95, None, None) and not missed.reached
 
 
 def test_time_to_accuracy_last_evaluation_below_target():
     accuracy = np.array([0.9, 0.9, 0.9, 0.9, 0.7])
-    assert time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.8) is None
+    assert not time_to_accuracy(ROUNDS, SECONDS, accuracy, 0.8).reached
 
 
 def test_time_to_accuracy_empty():
     empty = np.array([])
-    assert time_to_accuracy(empty, empty, empty, 0.5) is None
+    assert not time_to_accuracy(empty, empty, empty, 0.5).reached
 
 
 def test_speedup_ratio_of_seconds():
@@ -98,68 +100,78 @@ def test_speedup_method_at_zero_seconds():
 def test_recovery_two_events_last_runs_to_end():
     rounds = np.arange(1, 11)
     accuracy = np.array([0.5, 0.6, 0.7, 0.8, 0.4, 0.695, 0.79, 0.9, 0.3, 0.5])
-    first, second = recovery(rounds, accuracy, np.array([5, 9]), final=0.5)
-    # Event 5: pre = (0.6 + 0.7 + 0.8) / 3 = 0.7; interval rounds 5..8; trough 0.4;
-    # round 6 has 0.695 >= 0.7 - 0.01, so 1 round; delta = 0.2 / 0.7 * 1000.
-    assert first.round == 5
-    assert first.pre == pytest.approx(0.7)
-    assert first.trough == pytest.approx(0.4)
-    assert first.drop == pytest.approx(0.3)
-    assert first.rounds_to_recover == 1
-    assert first.delta_permille == pytest.approx(2000 / 7)
-    # Event 9: pre = (0.695 + 0.79 + 0.9) / 3 = 0.795; interval rounds 9..10; trough 0.3;
-    # neither 0.3 nor 0.5 reaches 0.785; delta = 0.295 / 0.795 * 1000.
-    assert second.round == 9
-    assert second.pre == pytest.approx(0.795)
-    assert second.trough == pytest.approx(0.3)
-    assert second.drop == pytest.approx(0.495)
-    assert second.rounds_to_recover is None
-    assert second.delta_permille == pytest.approx(295000 / 795)
+    first, second = recovery(rounds, accuracy, np.array([5, 9]), ["label", "concept"])
+    # Event 5: pre = (0.6 + 0.7 + 0.8) / 3 = 0.7; interval rounds 5..8, trough 0.4 at round 5;
+    # round 6 has 0.695 >= 0.7 - 0.01: 1 round; post = (0.695 + 0.79 + 0.9) / 3 = 0.795.
+    assert (first.round, first.kind, first.outcome) == (5, "label", "recovered")
+    assert first.pre == pytest.approx(0.7) and first.trough == pytest.approx(0.4) and first.drop == pytest.approx(0.3)
+    assert first.rounds_to_recover == 1 and first.post == pytest.approx(0.795)
+    assert first.delta_permille == pytest.approx((0.7 - 0.795) / 0.7 * 1000)  # ended above pre: negative
+    # Event 9: pre = 0.795; interval rounds 9..10, trough 0.3; 0.5 never reaches 0.785.
+    assert (second.round, second.kind, second.outcome, second.rounds_to_recover) == (9, "concept", "not_recovered", None)
+    assert second.drop == pytest.approx(0.495) and second.post == pytest.approx(0.4)
+
+
+def test_recovery_counts_from_the_trough_not_from_a_late_dip():
+    # At round 3 accuracy still equals pre; it falls at round 4 and is back at round 6: 3 rounds, not 0.
+    rounds = np.arange(6) + 1
+    accuracy = np.array([0.8, 0.8, 0.8, 0.5, 0.6, 0.8])
+    (event,) = recovery(rounds, accuracy, np.array([3]), ["label"])
+    assert (event.outcome, event.rounds_to_recover) == ("recovered", 3) and event.drop == pytest.approx(0.3)
+
+
+def test_recovery_without_a_drop_is_no_drop_never_negative():
+    rounds = np.arange(1, 7)
+    accuracy = np.array([0.5, 0.5, 0.5, 0.6, 0.7, 0.8])
+    (event,) = recovery(rounds, accuracy, np.array([4]), ["label"])
+    assert (event.outcome, event.drop, event.rounds_to_recover) == ("no_drop", 0.0, None)
+    assert event.trough == pytest.approx(0.6) and event.delta_permille == pytest.approx(-400.0)
 
 
 def test_recovery_event_without_prior_evaluation():
     rounds = np.array([1, 2, 3])
     accuracy = np.array([0.2, 0.1, 0.4])
-    assert recovery(rounds, accuracy, np.array([1]), final=0.4) == [
-        Recovery(round=1, pre=None, trough=0.1, drop=None, rounds_to_recover=None, delta_permille=None)
+    assert recovery(rounds, accuracy, np.array([1]), ["feature"]) == [
+        Recovery(1, "feature", "no_baseline", None, None, None, None, None, None)
     ]
 
 
 def test_recovery_event_interval_without_evaluation():
-    # Event 5's interval [5, 6) holds no evaluation; pre = (0.2 + 0.4 + 0.6) / 3 = 0.4.
     rounds = np.array([1, 2, 3, 10])
     accuracy = np.array([0.2, 0.4, 0.6, 0.9])
-    first, _ = recovery(rounds, accuracy, np.array([5, 6]), final=0.3)
-    assert first.pre == pytest.approx(0.4)
-    assert (first.trough, first.drop, first.rounds_to_recover) == (None, None, None)
-    assert first.delta_permille == pytest.approx(250.0)  # 0.1 / 0.4 * 1000
+    first, second = recovery(rounds, accuracy, np.array([5, 6]), ["label", "label"])
+    assert first.outcome == "no_baseline" and first.drop is None  # [5, 6) holds no evaluation
+    assert second.outcome == "no_drop" and second.pre == pytest.approx(0.4)
 
 
-def test_recovery_zero_pre_gives_no_delta_and_immediate_recovery():
-    # One prior evaluation: pre = 0.0; round 2 has 0.0 >= -0.01, so 0 rounds.
+def test_recovery_zero_pre_gives_no_delta():
     rounds = np.array([1, 2])
     accuracy = np.array([0.0, 0.0])
-    assert recovery(rounds, accuracy, np.array([2]), final=0.0) == [
-        Recovery(round=2, pre=0.0, trough=0.0, drop=0.0, rounds_to_recover=0, delta_permille=None)
+    assert recovery(rounds, accuracy, np.array([2]), ["label"]) == [
+        Recovery(2, "label", "no_drop", 0.0, 0.0, 0.0, 0.0, None, None)
     ]
 
 
 def test_recovery_duplicate_events_get_identical_entries():
     rounds = np.array([1, 2, 3])
     accuracy = np.array([0.8, 0.5, 0.9])
-    first, second = recovery(rounds, accuracy, np.array([2, 2]), final=0.9)
+    first, second = recovery(rounds, accuracy, np.array([2, 2]), ["label", "label"])
     assert first == second
     assert first.trough == pytest.approx(0.5)  # interval runs to the end, not [2, 2)
     assert first.rounds_to_recover == 1
 
 
 def test_recovery_no_events():
-    assert recovery(np.array([1]), np.array([0.5]), np.array([], dtype=int), final=0.5) == []
+    assert recovery(np.array([1]), np.array([0.5]), np.array([], dtype=int), []) == []
 
 
 def test_recovery_unsorted_events_raise():
     with pytest.raises(ValueError):
-        recovery(np.array([1, 2]), np.array([0.5, 0.6]), np.array([2, 1]), final=0.6)
+        recovery(np.array([1, 2]), np.array([0.5, 0.6]), np.array([2, 1]), ["label", "label"])
+
+
+def test_has_groups_needs_two_known_groups():
+    assert has_groups(np.array([0, 1, -1])) and not has_groups(np.array([0, 0, -1])) and not has_groups(np.array([-1]))
 
 
 def test_adjusted_rand_relabelled_partition_is_one():

@@ -15,8 +15,10 @@ from driftbench.record.schema import (
     RunOverhead,
     Summary,
     TimeToAccuracy,
+    read_events,
     read_rounds,
     read_summary,
+    write_events,
     write_rounds,
     write_summary,
 )
@@ -31,14 +33,18 @@ SUMMARY = Summary(
     rounds=10,
     final_accuracy=0.5,
     time_to_accuracy=TimeToAccuracy(0.5, 7, 12.5),
-    tta_target=0.5,
-    recovery=(Recovery(5, 0.6, 0.3, 0.3, 2, 10.0), Recovery(8, None, None, None, None, None)),
+    recovery=(
+        Recovery(5, "label", "recovered", 0.6, 0.3, 0.59, 0.3, 2, 16.7),
+        Recovery(8, "concept", "no_baseline", None, None, None, None, None, None),
+    ),
     ari_mean=None,
     ari_final=0.25,
+    ari_rounds=0,
     n_clusters_final=1,
     ari_reference=None,
     mean_client_distance_final=0.1,
     overhead=RunOverhead(1.5, 0.01, 40, 0, 3),
+    events={"move": 2, "recluster_global": 0},
     sim_seconds=99.0,
     wall_seconds=1.0,
     status="ok",
@@ -63,6 +69,8 @@ def test_summary_round_trips_exactly(tmp_path):
         (lambda d: d.update(seed="one"), "seed: expected int"),
         (lambda d: d["recovery"][0].update(round=True), "recovery\\[0\\]: round: expected int"),
         (lambda d: d.update(overhead=[]), "overhead: expected a table"),
+        (lambda d: d["events"].update(move="two"), "events.move: expected int"),
+        (lambda d: d["time_to_accuracy"].update(rounds=None, sim_seconds="x"), "time_to_accuracy: sim_seconds: expected float"),
     ],
 )
 def test_other_versions_and_foreign_files_get_one_line_naming_the_file(tmp_path, change, message):
@@ -77,8 +85,8 @@ def test_other_versions_and_foreign_files_get_one_line_naming_the_file(tmp_path,
 
 def test_rounds_round_trip_in_schema_order_and_refuse_other_columns(tmp_path):
     rows = [
-        RoundRow(0, 1.0, 0.1, 0.5, 0.2, 0.8, math.nan, 1, 0.0, 0.0, 10, 20),
-        RoundRow(1, 2.0, 0.2, 0.6, 0.3, 0.9, 0.5, 2, 0.5, 0.1, 30, 40),
+        RoundRow(0, 1.0, 0.1, 0.5, 0.2, 0.8, 0, math.nan, 1, 0.0, 0.0, 10, 20),
+        RoundRow(1, 2.0, 0.2, 0.6, 0.3, 0.9, 1, 0.5, 2, 0.5, 0.1, 30, 40),
     ]
     write_rounds(tmp_path / "rounds.csv", rows)
     table = read_rounds(tmp_path / "rounds.csv")
@@ -93,3 +101,17 @@ def test_a_summary_with_a_diverged_run_keeps_its_round(tmp_path):
     diverged = replace(SUMMARY, status="diverged", diverged_round=3, time_to_accuracy=None)
     write_summary(tmp_path / "s.json", diverged)
     assert read_summary(tmp_path / "s.json").diverged_round == 3
+
+
+def test_events_round_trip_with_blank_clients_and_values(tmp_path):
+    rows = [
+        {"round": 3, "kind": "threshold", "clients": "", "value": 0.2},
+        {"round": 4, "kind": "move", "clients": "1 5 7", "value": None},
+    ]
+    write_events(tmp_path / "events.csv", "fielding", rows)
+    table = read_events(tmp_path / "events.csv")
+    assert table["clients"].tolist() == ["", "1 5 7"] and table["method"].tolist() == ["fielding"] * 2
+    assert table["value"].iloc[0] == 0.2 and math.isnan(table["value"].iloc[1])
+    table.drop(columns="method").to_csv(tmp_path / "old.csv", index=False)
+    with pytest.raises(RunError, match="old.csv: events table columns"):
+        read_events(tmp_path / "old.csv")

@@ -1,0 +1,49 @@
+"""The method event log: what a method decided, round by round, in one vocabulary for all methods.
+
+Methods call ``self.events.record(kind, clients=..., value=...)``; the scheduler sets the
+round, keeps the log in checkpoints and writes it to ``events.csv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from driftbench.errors import ConfigError
+
+# kind -> what one event of that kind means (README "Method events" repeats this table)
+EVENT_KINDS: dict[str, str] = {
+    "recluster_global": "every client re-clustered from scratch",
+    "move": "clients moved to another existing cluster",
+    "split": "a cluster split in two or more",
+    "merge": "clusters merged into one",
+    "create": "a new cluster (model) created for the clients",
+    "migrate": "clients migrated to another cluster's model on the method's own drift test",
+    "threshold": "the method's re-clustering threshold changed to value (FIELDING's Delta)",
+    "assign": "clients (re)assigned a cluster by their own choice, e.g. lowest loss",
+}
+EVENT_COLUMNS = ("round", "method", "kind", "clients", "value")
+
+
+class EventLog:
+    """The events a method recorded, each stamped with the current round."""
+
+    def __init__(self) -> None:
+        self.round = 0
+        self.rows: list[dict[str, Any]] = []
+
+    def record(self, kind: str, clients: Iterable[int] | np.ndarray = (), value: float | None = None) -> None:
+        """Log one decision of ``kind`` (one of ``EVENT_KINDS``) about ``clients``, with an optional number."""
+        if kind not in EVENT_KINDS:
+            raise ConfigError(f"event kind {kind!r} is not one of {', '.join(EVENT_KINDS)}")
+        ids = " ".join(str(int(c)) for c in np.asarray(list(clients)).ravel())
+        self.rows.append({"round": self.round, "kind": kind, "clients": ids, "value": None if value is None else float(value)})
+
+    def counts(self) -> dict[str, int]:
+        """Number of events of each kind (every kind present, zero if never recorded)."""
+        counts = dict.fromkeys(EVENT_KINDS, 0)
+        for row in self.rows:
+            counts[row["kind"]] += 1
+        return counts
