@@ -1,16 +1,19 @@
 """The leaderboard over a runs folder: per trace, methods ranked by final accuracy (mean and std over seeds).
 
-Written as ``leaderboard.md``, ``leaderboard.csv``, one PNG per plot and a self-contained
-``index.html``. Oracle methods are upper bounds, not competitors: they are listed after the
-ranked methods, marked and unranked. Diverged runs count with the accuracy they reached;
-incomplete runs are listed and left out of every number. The time-to-accuracy speed-up is
-the geometric mean (the mean for ratios) over the seeds where both the method and FedAvg
-reached the target; the other columns are arithmetic means over seeds (and drift events).
+Written as ``leaderboard.md``, ``leaderboard.csv``, each plot as PNG and SVG, and a
+self-contained ``index.html``. Oracle methods are upper bounds, not competitors: they are
+listed after the ranked methods, marked and unranked. Diverged runs count with the accuracy
+they reached; incomplete runs are listed and left out of every number. The time-to-accuracy
+speed-up is the geometric mean (the mean for ratios) over the seeds where both the method and
+FedAvg reached the target; the other columns are arithmetic means over seeds (and drift events).
+``GLOSSARY`` defines every column; both the Markdown and the page carry it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -21,17 +24,20 @@ import pandas as pd
 from scipy.stats import gmean
 
 from driftbench.atomic import atomic_write
+from driftbench.engine.clock import SERVER_FLOPS_PER_SECOND
 from driftbench.errors import ConfigError
-from driftbench.evaluation.html_page import Section, render_page
-from driftbench.evaluation.plots import accuracy_plot, ari_plot, seed_mean_curves
-from driftbench.record.metrics import speedup
+from driftbench.evaluation.html_page import Image, Links, Section, render_page
+from driftbench.evaluation.plots import Plot, method_runs, trace_plots
+from driftbench.methods.events import EVENT_KINDS
+from driftbench.record.files import CONFIG, read_json
+from driftbench.record.metrics import FINAL_FRACTION_DENOMINATOR, PRE_WINDOW, RECOVERY_TOLERANCE, speedup
 from driftbench.record.runs import INCOMPLETE, RunRecord, find_runs
 from driftbench.record.schema import Summary
 from driftbench.record.summarize import REFERENCE, summary_tta
 
 log = logging.getLogger("driftbench")
 
-HEADERS = {  # CSV column -> table header
+HEADERS = {  # display column -> table header
     "rank": "rank",
     "method": "method",
     "seeds": "seeds",
@@ -45,31 +51,74 @@ HEADERS = {  # CSV column -> table header
     "cluster_seconds": "cluster s",
     "overhead_mb": "extra MB",
     "client_extra_passes": "extra passes",
+    "events_recluster_global": "re-clusterings",
+    "events_move": "moves",
+    "other_events": "other events",
     "runs": "runs",
 }
+SHOWN_EVENTS = ("recluster_global", "move")  # event kinds with a column of their own; the rest share "other events"
+TOLERANCE = f"{RECOVERY_TOLERANCE:g}"
+GLOSSARY = {  # table header or term -> its meaning
+    "rank": "position by mean final accuracy among the methods that compete; oracles and methods without a complete run: -",
+    "method": "the method; (oracle) marks an upper bound that knows every client's ground-truth group; it is not ranked",
+    "seeds": "complete runs (one per seed) behind the numbers",
+    "final accuracy": f"mean client accuracy over the last 1/{FINAL_FRACTION_DENOMINATOR} of evaluations (rounded up); "
+    "mean +/- sample std over seeds",
+    "TTA speed-up": f"{REFERENCE}'s simulated time to its target / this method's, the target being {REFERENCE}'s final "
+    "accuracy on the same seed; geometric mean over the seeds where both reached it (and stayed)",
+    "pre": f"mean accuracy of the last {PRE_WINDOW} evaluations before a drift event",
+    "trough": "the lowest accuracy from the event to the next event (or the end): the event's interval",
+    "post": f"mean accuracy of the interval's last {PRE_WINDOW} evaluations",
+    "drop": "max(0, pre - trough), mean over drift events and seeds",
+    "outcome": f"per event: no_baseline (no evaluation before it), no_drop (trough within {TOLERANCE} of pre), "
+    f"recovered (back within {TOLERANCE} of pre inside the interval) or not_recovered",
+    "rounds to recover": f"rounds from the event to the first evaluation after the trough within {TOLERANCE} of pre; "
+    "mean over recovered events",
+    "recovered": "k/n: events recovered over events that had a drop (recovered + not_recovered), summed over seeds",
+    "delta ‰": "(pre - post) / pre x 1000, Fed-CM's delta; mean over events; negative: the interval ends above pre",
+    "ARI": "adjusted Rand index of the method's clusters against the ground-truth groups, mean over the evaluations whose "
+    "ground truth has >= 2 groups (only there is it defined), then over seeds",
+    "cluster s": f"the server's clustering work per run on the simulated clock (counted FLOPs at {SERVER_FLOPS_PER_SECOND:.2g}"
+    " FLOP/s)",
+    "extra MB": "MB (10^6 bytes) per run that clients upload and download beyond model training (queries, extra models)",
+    "extra passes": "client passes over their data per run beyond training (answers to the method's queries)",
+    "re-clusterings": f"global re-clusterings per run ({EVENT_KINDS['recluster_global']}), from events.csv",
+    "moves": f"move events per run ({EVENT_KINDS['move']})",
+    "other events": "the method's other events per run, by kind: "
+    + "; ".join(f"{kind}: {meaning}" for kind, meaning in EVENT_KINDS.items() if kind not in SHOWN_EVENTS),
+    "runs": "run folders by status: ok, diverged (counted with the accuracy reached) or incomplete (left out)",
+}
+PLOTS_NOTE = "Plots share one x axis, rounds; accuracy against simulated time is the second view."
 
 
 @dataclass(frozen=True)
 class TraceBoard:
-    """One trace's section: ranked rows, plots, and the runs left out."""
+    """One trace's section: ranked rows, run settings, plots, the run folders and the runs left out."""
 
     trace: str
     trace_hash: str
     rows: pd.DataFrame
-    plots: dict[str, bytes]  # file name -> PNG
+    settings: dict[str, str]
+    plots: list[Plot]
+    records: list[RunRecord]  # every run folder, by method and seed
     incomplete: list[str]
 
 
-def write_leaderboard(root: Path, out: Path) -> list[Path]:
-    """Read every run under ``root`` and write the leaderboard files into ``out``; return their paths."""
+def write_leaderboard(root: Path, out: Path, extra: Sequence[Section] = ()) -> list[Path]:
+    """Read every run under ``root`` and write the leaderboard files into ``out``; return their paths.
+
+    ``extra`` sections (the paper-claims report) go on the page after the traces.
+    """
     boards = [trace_board(trace, list(group)) for trace, group in groupby(find_runs(root), key=lambda r: r.trace)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = {"leaderboard.csv": pd.concat([b.rows for b in boards]).to_csv(index=False).encode()}
     files["leaderboard.md"] = markdown(boards).encode()
-    files["index.html"] = render_page(f"driftbench leaderboard: {root}", [section(b) for b in boards]).encode()
+    sections = [section(b, out) for b in boards] + [*extra, Section("Glossary", subtitle=PLOTS_NOTE, facts=GLOSSARY)]
+    files["index.html"] = render_page("driftbench leaderboard", sections, intro=f"Run records under {root}.").encode()
     for board in boards:
-        files.update(board.plots)
+        for plot in board.plots:
+            files.update(plot.files)
     for name, content in files.items():
         atomic_write(out / name, lambda fh, content=content: fh.write(content))
     return [out / name for name in files]
@@ -88,18 +137,29 @@ def trace_board(trace: str, records: list[RunRecord]) -> TraceBoard:
     for path in incomplete:
         log.warning("%s: %s; left out of the leaderboard", path, INCOMPLETE)
     reference = {r.seed: r.summary for r in records if r.method == REFERENCE and r.summary is not None}
-    by_method = groupby(sorted(records, key=lambda r: r.method), key=lambda r: r.method)
-    rows = ranked([method_row(method, list(group), reference) for method, group in by_method])
+    by_method = {m: list(group) for m, group in groupby(sorted(records, key=lambda r: r.method), key=lambda r: r.method)}
+    rows = ranked([method_row(method, group, reference) for method, group in by_method.items()])
+    done = {m: [r for r in by_method[m] if r.summary is not None] for m in rows["method"]}
+    runs = [method_runs(m, group) for m, group in done.items() if group]
+    first = next((group[0].summary for group in done.values() if group), None)
+    events = sorted({e.round for e in first.recovery}) if first is not None else []
+    plots = trace_plots(trace, runs, events, rows) if runs else []
     rows.insert(0, "trace_hash", records[0].trace_hash)
     rows.insert(0, "trace", trace)
-    done = [r for r in records if r.summary is not None]
-    events = [e.round for e in done[0].summary.recovery] if done and done[0].summary is not None else []
-    curves = seed_mean_curves(done)
-    plots = {f"{trace}-accuracy.png": accuracy_plot(trace, curves, events)} if curves else {}
-    ari = ari_plot(trace, curves, events)
-    if ari is not None:
-        plots[f"{trace}-ari.png"] = ari
-    return TraceBoard(trace, records[0].trace_hash, rows, plots, incomplete)
+    return TraceBoard(trace, records[0].trace_hash, rows, run_settings(records), plots, records, incomplete)
+
+
+def run_settings(records: list[RunRecord]) -> dict[str, str]:
+    """Trace hash, rounds, seeds and git revisions of one trace's runs, as text."""
+    revisions = {read_json(r.path / CONFIG).get("git_revision") for r in records}
+    rounds = {r.summary.rounds for r in records if r.summary is not None}
+    return {
+        "trace hash": records[0].trace_hash,
+        "rounds": ", ".join(str(n) for n in sorted(rounds)) or "-",
+        "seeds": ", ".join(str(s) for s in sorted({r.seed for r in records})),
+        "git revision": ", ".join(sorted(str(v)[:12] if v else "unknown" for v in revisions)),
+        "runs": f"{len(records)} ({sum(r.summary is not None for r in records)} complete)",
+    }
 
 
 def method_row(method: str, records: list[RunRecord], reference: dict[int, Summary]) -> dict[str, Any]:
@@ -118,13 +178,14 @@ def method_row(method: str, records: list[RunRecord], reference: dict[int, Summa
         "tta_speedup": geometric_mean(gains),
         "mean_drop": mean(e.drop for e in events),
         "rounds_to_recover": mean(e.rounds_to_recover for e in events),
-        "recovered_events": sum(e.rounds_to_recover is not None for e in events),
-        "events": len(events),
+        "recovered_events": sum(e.outcome == "recovered" for e in events),
+        "dropped_events": sum(e.outcome in ("recovered", "not_recovered") for e in events),
         "delta_permille": mean(e.delta_permille for e in events),
         "ari_mean": mean(s.ari_mean for s in summaries),
         "cluster_seconds": mean(s.overhead.cluster_seconds for s in summaries),
-        "overhead_bytes": mean(s.overhead.upload_bytes + s.overhead.download_bytes for s in summaries),
+        "overhead_bytes": mean(s.overhead.extra_upload_bytes + s.overhead.extra_download_bytes for s in summaries),
         "client_extra_passes": mean(s.overhead.client_extra_passes for s in summaries),
+        **{f"events_{kind}": mean(s.events.get(kind, 0) for s in summaries) for kind in EVENT_KINDS},
         "runs": ", ".join(f"{n} {status}" for status, n in statuses.items()),
     }
 
@@ -147,7 +208,7 @@ def ranked(rows: list[dict[str, Any]]) -> pd.DataFrame:
     competing = (~table["oracle"]) & table["final_accuracy_mean"].notna()
     ranked_part = table[competing].sort_values("final_accuracy_mean", ascending=False, kind="stable")
     rest = table[~competing].sort_values(["oracle", "final_accuracy_mean"], ascending=False, kind="stable")
-    ranks = pd.array(list(range(1, len(ranked_part) + 1)) + [None] * len(rest), dtype="Int64")
+    ranks = pd.Series(list(range(1, len(ranked_part) + 1)) + [None] * len(rest), dtype="Int64")  # index 0.., as table's
     table = pd.concat([ranked_part, rest], ignore_index=True)
     table.insert(0, "rank", ranks)
     return table
@@ -166,12 +227,14 @@ def display_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
             "tta_speedup": _num(row["tta_speedup"], "{:.2f}x"),
             "mean_drop": _num(row["mean_drop"], "{:.3f}"),
             "rounds_to_recover": _num(row["rounds_to_recover"], "{:.1f}"),
-            "recovered": f"{row['recovered_events']}/{row['events']}",
+            "recovered": f"{row['recovered_events']}/{row['dropped_events']}",
             "delta_permille": _num(row["delta_permille"], "{:.0f}"),
             "ari_mean": _num(row["ari_mean"], "{:.3f}"),
             "cluster_seconds": _num(row["cluster_seconds"], "{:.2f}"),
             "overhead_mb": _num(None if _missing(row["overhead_bytes"]) else row["overhead_bytes"] / 1e6, "{:.3g}"),
             "client_extra_passes": _num(row["client_extra_passes"], "{:.0f}"),
+            **{f"events_{kind}": _num(row[f"events_{kind}"], "{:.3g}") for kind in SHOWN_EVENTS},
+            "other_events": other_events(row),
             "runs": row["runs"],
         }
         out.append({HEADERS[k]: v for k, v in cells.items()})
@@ -186,20 +249,22 @@ def _num(value: Any, fmt: str) -> str:
     return "-" if _missing(value) else fmt.format(value)
 
 
+def other_events(row: dict[Any, Any]) -> str:
+    """The per-run means of the event kinds without a column of their own, e.g. "split 1, merge 0.5"; "-" if none."""
+    counts = {kind: row[f"events_{kind}"] for kind in EVENT_KINDS if kind not in SHOWN_EVENTS}
+    return ", ".join(f"{kind} {n:.3g}" for kind, n in counts.items() if not _missing(n) and n > 0) or "-"
+
+
 def markdown(boards: list[TraceBoard]) -> str:
-    """leaderboard.md: one section per trace with its table, plots and left-out runs."""
+    """leaderboard.md: per trace its settings, table, plots (PNG, with a link to the SVG) and left-out runs; then the glossary."""
     parts = ["# driftbench leaderboard", ""]
     for board in boards:
-        parts += [
-            f"## {board.trace}",
-            "",
-            f"trace hash `{board.trace_hash[:12]}`",
-            "",
-            markdown_table(display_rows(board.rows)),
-            "",
-        ]
-        parts += [f"![{name}]({name})" for name in board.plots] + [""]
-        parts += [f"- {path}: {INCOMPLETE}" for path in board.incomplete]
+        settings = "; ".join(f"{name} `{value}`" for name, value in board.settings.items())
+        parts += [f"## {board.trace}", "", settings, "", markdown_table(display_rows(board.rows)), ""]
+        for plot in board.plots:
+            parts += [f"![{plot.name}]({plot.name}.png)", "", f"*{plot.caption}* ([SVG]({plot.name}.svg))", ""]
+        parts += [f"- {path}: {INCOMPLETE}" for path in board.incomplete] + [""]
+    parts += ["## Glossary", "", PLOTS_NOTE, ""] + [f"- **{term}**: {text}" for term, text in GLOSSARY.items()]
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -211,7 +276,23 @@ def markdown_table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def section(board: TraceBoard) -> Section:
-    """The HTML page's section for one trace."""
-    notes = [f"{path}: {INCOMPLETE}" for path in board.incomplete]
-    return Section(board.trace, f"trace hash {board.trace_hash[:12]}", display_rows(board.rows), board.plots, notes)
+def section(board: TraceBoard, out: Path) -> Section:
+    """The HTML page's section for one trace; links to run folders are relative to the page's folder ``out``."""
+    methods = groupby(board.records, key=lambda r: r.method)
+    links = {method: {f"seed{r.seed}": folder_href(r.path, out) for r in runs} for method, runs in methods}
+    return Section(
+        board.trace,
+        rows=display_rows(board.rows),
+        images=[Image(p.caption, p.png, f"{p.name}.svg") for p in board.plots],
+        notes=[f"{path}: {INCOMPLETE}" for path in board.incomplete],
+        facts=board.settings,
+        links=Links("Run folders", links),
+    )
+
+
+def folder_href(folder: Path, out: Path) -> str:
+    """A link to a run folder: relative to ``out`` where one exists (same drive), else a file URI."""
+    try:
+        return Path(os.path.relpath(folder.resolve(), out.resolve())).as_posix() + "/"
+    except ValueError:
+        return folder.resolve().as_uri() + "/"

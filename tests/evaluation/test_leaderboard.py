@@ -1,16 +1,21 @@
-"""The leaderboard: ranking over seeds, oracle and incomplete rows, refused hash mixes, and the HTML page in Chromium."""
+"""The leaderboard: ranking over seeds, oracle and incomplete rows, event columns, plots as PNG and SVG, the glossary,
+refused hash mixes, and the HTML page in Chromium."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
+from html import escape
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from driftbench.cli import main
-from driftbench.evaluation.leaderboard import write_leaderboard
+from driftbench.evaluation.leaderboard import GLOSSARY, HEADERS, write_leaderboard
+from driftbench.evaluation.plots import CAPTIONS
 from driftbench.record.metrics import speedup
 from driftbench.record.schema import read_summary
 from driftbench.record.summarize import summary_tta
@@ -62,7 +67,11 @@ def test_rows_rank_methods_by_mean_accuracy_over_seeds(runs, board):
     accuracies = [summary(runs, "fedavg", s).final_accuracy for s in (0, 1)]
     assert fedavg["final_accuracy_mean"] == pytest.approx(np.mean(accuracies))
     assert fedavg["final_accuracy_std"] == pytest.approx(np.std(accuracies, ddof=1))
-    assert fedavg["tta_speedup"] == pytest.approx(1.0) and fedavg["events"] == 2 * len(summary(runs, "fedavg", 0).recovery)
+    outcomes = [e.outcome for s in (0, 1) for e in summary(runs, "fedavg", s).recovery]
+    assert fedavg["tta_speedup"] == pytest.approx(1.0) and fedavg["dropped_events"] == sum(
+        o.endswith("recovered") for o in outcomes
+    )
+    assert fedavg["recovered_events"] == outcomes.count("recovered")
     static = table.set_index("method").loc["static"]
     gains = [speedup(summary_tta(summary(runs, "fedavg", s)), summary_tta(summary(runs, "static", s))) for s in (0, 1)]
     gains = [g for g in gains if g is not None]
@@ -76,9 +85,64 @@ def test_markdown_marks_oracles_and_incomplete_runs(board, runs):
     md = (board / "leaderboard.md").read_text()
     assert "| - | oracle (oracle) | 1 |" in md and "## label-swap" in md
     assert f"{runs / 'label-swap/oracle/seed1'}: incomplete: config.json but no summary.json" in md
-    assert "![label-swap-accuracy.png](label-swap-accuracy.png)" in md
-    for name in ("label-swap-accuracy.png", "label-swap-ari.png"):
-        assert (board / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![label-swap-accuracy](label-swap-accuracy.png)" in md and "([SVG](label-swap-accuracy.svg))" in md
+
+
+def test_every_plot_is_written_as_png_and_svg(board):
+    names = sorted(p.stem for p in board.glob("*.png"))
+    assert names == sorted(f"label-swap-{kind}" for kind in CAPTIONS)
+    for name in names:
+        assert (board / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert ET.parse(board / f"{name}.svg").getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    svg = (board / "label-swap-accuracy.svg").read_text()
+    assert 'id="drift-event-3"' in svg, "the trace's drift event, at round 3, is drawn"
+
+
+def test_glossary_defines_every_column_once_in_markdown_and_page(board):
+    assert set(HEADERS.values()) <= set(GLOSSARY)
+    md = (board / "leaderboard.md").read_text()
+    page = (board / "index.html").read_text()
+    assert md.count("## Glossary") == 1 and page.count("<h2>Glossary</h2>") == 1
+    for term in ("pre", "trough", "drop", "outcome", "rounds to recover", "delta ‰", "ARI"):
+        assert f"- **{term}**: {GLOSSARY[term]}" in md and f"<dt>{escape(term)}</dt><dd>{escape(GLOSSARY[term])}</dd>" in page
+    assert "(pre - post) / pre x 1000" in GLOSSARY["delta ‰"] and ">= 2 groups" in GLOSSARY["ARI"]
+
+
+def test_page_shows_run_settings_and_links_run_folders_and_svgs(board, runs):
+    page = (board / "index.html").read_text()
+    config = json.loads((runs / "label-swap/fedavg/seed0/config.json").read_text())
+    assert f"<dd>{config['trace']['hash']}</dd>" in page and "<dt>seeds</dt><dd>0, 1</dd>" in page
+    assert "<dt>rounds</dt><dd>6</dd>" in page
+    assert f"<dt>git revision</dt><dd>{(config['git_revision'] or 'unknown')[:12]}</dd>" in page
+    hrefs = re.findall(r'href="([^"#]+)"', page)
+    folders = [h for h in hrefs if not h.endswith(".svg")]
+    assert len(folders) == 6 and all(not h.startswith(("/", "file:")) for h in folders), "run folders are linked relatively"
+    assert {(board / h).resolve() for h in folders} == {p.parent.resolve() for p in runs.glob("*/*/seed*/config.json")}
+    svgs = [h for h in hrefs if h.endswith(".svg")]
+    assert len(svgs) == len(CAPTIONS) and all((board / h).is_file() for h in svgs)
+    assert "http" not in page, "no external URL: the page fetches nothing"
+
+
+def test_method_events_give_columns_and_recluster_markers(runs, tmp_path):
+    edited = tmp_path / "runs"
+    shutil.copytree(runs, edited)
+    seed0 = edited / "label-swap/fedavg/seed0"  # FedAvg records no events of its own
+    with open(seed0 / "events.csv", "a") as fh:
+        fh.write("2,fedavg,recluster_global,0 1 2,\n2,fedavg,move,3,\n4,fedavg,split,,\n")
+    summary_json = json.loads((seed0 / "summary.json").read_text())
+    summary_json["events"].update(recluster_global=1, move=1, split=1)
+    (seed0 / "summary.json").write_text(json.dumps(summary_json))
+    write_leaderboard(edited, tmp_path / "board")
+    table = pd.read_csv(tmp_path / "board/leaderboard.csv").set_index("method")
+    fedavg = table.loc["fedavg"]
+    assert fedavg["events_recluster_global"] == 0.5 and fedavg["events_move"] == 0.5 and fedavg["events_split"] == 0.5
+    static_clusterings = [summary(runs, "static", s).events["recluster_global"] for s in (0, 1)]
+    assert static_clusterings == [1, 1] and table.loc["static", "events_recluster_global"] == 1.0  # its round-0 clustering
+    md = (tmp_path / "board/leaderboard.md").read_text()
+    assert "| re-clusterings | moves | other events |" in md and "| 0.5 | 0.5 | split 0.5 |" in md
+    for kind in ("accuracy", "clients", "accuracy-time", "clusters", "ari"):
+        svg = (tmp_path / f"board/label-swap-{kind}.svg").read_text()
+        assert 'id="recluster-fedavg"' in svg and 'id="recluster-static"' in svg
 
 
 def test_runs_of_one_trace_with_different_hashes_are_refused(runs, tmp_path, capsys):
@@ -118,7 +182,7 @@ def test_index_html_renders_in_headless_chromium(board, tmp_path):
     assert console == []
     for header in ("rank", "method", "final accuracy", "TTA speed-up", "rounds to recover", "ARI", "extra MB"):
         assert f"<th>{header}</th>" in dom
-    assert dom.count('src="data:image/png;base64,') == 2 and 'class="oracle"' in dom
+    assert dom.count('src="data:image/png;base64,') == len(CAPTIONS) and 'class="oracle"' in dom
     assert 'src="http' not in dom and "<link" not in dom and "<script" not in dom, "the page must be self-contained"
 
 
