@@ -1,0 +1,278 @@
+"""``driftbench reproduce``: claim files, the verdict rule on synthetic summaries, and one tiny end-to-end report."""
+
+import csv
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from driftbench.cli import main
+from driftbench.errors import ConfigError
+from driftbench.record.schema import RoundRow, RunOverhead, Summary, write_rounds
+from driftbench.reproduce import (
+    COLUMNS,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNTESTABLE,
+    VERDICT_RULE,
+    Plan,
+    Setting,
+    evaluate,
+    load_claims,
+    plan,
+    read_claim_file,
+    read_report,
+    report_section,
+)
+from driftbench.runner import Execution
+
+TINY = 'clients = 10, rounds = 4, "train.participants" = 5, "train.local_steps" = 2'
+BASE = Summary(
+    schema_version=3,
+    trace="static",
+    trace_hash="0" * 64,
+    method="fedavg",
+    oracle=False,
+    seed=0,
+    rounds=10,
+    final_accuracy=0.5,
+    time_to_accuracy=None,
+    recovery=(),
+    ari_mean=None,
+    ari_final=None,
+    ari_rounds=0,
+    n_clusters_final=1,
+    ari_reference=None,
+    mean_client_distance_final=0.0,
+    overhead=RunOverhead(0.0, 0.0, 0, 0, 0),
+    events={},
+    sim_seconds=1.0,
+    wall_seconds=1.0,
+    status="ok",
+    diverged_round=None,
+    run_dir="",
+)
+
+
+def claim_file(folder: Path, claims: str, name: str = "paper") -> Path:
+    """A claim file ``<name>.toml`` in ``folder`` holding ``claims`` ([[claims]] tables)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.toml"
+    path.write_text(f'paper = "A paper"\n{claims}')
+    return path
+
+
+def one_claim(tmp_path: Path, methods: str, direction: str, metric: str = "final_accuracy", extra: str = ""):
+    """The one claim of a claim file with these methods, direction and metric."""
+    table = (
+        f'[[claims]]\nid = "c"\nwhere = "Table 1"\nclaim = "a claim"\ntrace = "static"\nmethods = {methods}\n'
+        f'metric = "{metric}"\ndirection = "{direction}"\npaper_figure = "1 vs 2"\n{extra}'
+    )
+    (claim,) = read_claim_file(claim_file(tmp_path, table))
+    return claim
+
+
+def seeds(**values: list[float]) -> dict[int, dict[str, Summary]]:
+    """Synthetic summaries: method -> final accuracy per seed, as seed -> method -> summary."""
+    count = len(next(iter(values.values())))
+    return {s: {m: replace(BASE, method=m, seed=s, final_accuracy=v[s]) for m, v in values.items()} for s in range(count)}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ([0.80, 0.82, 0.81], [0.50, 0.52, 0.49], REPRODUCED),  # holds at every seed, far beyond 2 SE
+        ([0.50, 0.40, 0.45], [0.60, 0.70, 0.55], NOT_REPRODUCED),  # fails at every seed
+        ([0.61, 0.30, 0.30, 0.30], [0.60, 0.60, 0.60, 0.60], NOT_REPRODUCED),  # holds once, mean > 2 SE the other way
+        ([0.61, 0.90, 0.62], [0.60, 0.60, 0.60], INCONCLUSIVE),  # holds at every seed, but the mean is within 2 SE
+        ([0.70, 0.50, 0.66], [0.60, 0.60, 0.60], INCONCLUSIVE),  # mixed
+        ([0.80], [0.50], INCONCLUSIVE),  # one seed: holding is not enough
+        ([0.40], [0.50], NOT_REPRODUCED),  # one seed, failing: it fails at every seed
+    ],
+)
+def test_verdict_rule_on_paired_seeds(tmp_path, a, b, expected):
+    claim = one_claim(tmp_path, '["fielding", "static"]', "fielding > static")
+    result = evaluate(claim, seeds(fielding=a, static=b))
+    assert result.verdict == expected, result.reason
+    assert result.figure.startswith("final_accuracy: fielding ") and "; static " in result.figure
+    assert ("±" in result.figure) == (len(a) > 1)
+
+
+def test_less_than_and_margin_flip_the_statistic(tmp_path):
+    runs = seeds(fedcm=[0.2, 0.3, 0.25], star=[0.5, 0.6, 0.55])
+    assert evaluate(one_claim(tmp_path, '["fedcm", "star"]', "fedcm < star"), runs).verdict == REPRODUCED
+    assert evaluate(one_claim(tmp_path, '["fedcm", "star"]', "star > fedcm by 0.2"), runs).verdict == REPRODUCED
+    assert evaluate(one_claim(tmp_path, '["fedcm", "star"]', "star > fedcm by 0.4"), runs).verdict == NOT_REPRODUCED
+
+
+def test_orderings_and_equality_within_a_margin(tmp_path):
+    runs = {
+        s: {
+            m: replace(BASE, method=m, seed=s, events={"recluster_global": n}, n_clusters_final=5)
+            for m, n in zip(["m1", "m2", "m3"], counts)
+        }
+        for s, counts in enumerate([(10, 5, 3), (12, 6, 3), (11, 5, 4)])
+    }
+    decreasing = one_claim(tmp_path, '["m1", "m2", "m3"]', "decreasing", "events.recluster_global")
+    assert evaluate(decreasing, runs).verdict == REPRODUCED
+    assert evaluate(replace(decreasing, direction=replace(decreasing.direction, relation="increasing")), runs).verdict == (
+        NOT_REPRODUCED
+    )
+    runs[1]["m3"] = replace(runs[1]["m3"], events={"recluster_global": 6})  # m2 -> m3 rises at seed 1
+    assert evaluate(decreasing, runs).verdict == INCONCLUSIVE
+    same = one_claim(tmp_path, '["m1", "m2"]', "m1 = m2 within 0.5", "n_clusters_final")
+    assert evaluate(same, runs).verdict == REPRODUCED
+    runs[0]["m2"] = replace(runs[0]["m2"], n_clusters_final=4)
+    assert evaluate(same, runs).verdict == INCONCLUSIVE
+
+
+def test_a_missing_metric_makes_the_claim_untestable(tmp_path):
+    claim = one_claim(tmp_path, '["cflgt", "ifca"]', "cflgt > ifca", "ari_mean")
+    result = evaluate(claim, seeds(cflgt=[0.5, 0.5], ifca=[0.4, 0.4]))
+    assert result.verdict == UNTESTABLE and result.reason.startswith("cflgt, seed 0: no evaluation whose ground truth")
+
+
+def test_tta_speedup_times_each_run_to_the_target_methods_final_accuracy(tmp_path):
+    def run(name: str, accuracy: list[float]) -> Summary:
+        folder = tmp_path / name
+        folder.mkdir()
+        rows = [RoundRow(r, 10.0 * (r + 1), 0.0, a, a, a, 0, float("nan"), 1, 0.0, 0.0, 0, 0) for r, a in enumerate(accuracy)]
+        write_rounds(folder / "rounds.csv", rows)
+        return replace(BASE, method=name, final_accuracy=accuracy[-1], run_dir=str(folder))
+
+    feddrift = run("feddrift", [0.1, 0.2, 0.3, 0.4, 0.6])  # reaches its own final accuracy at the last evaluation: 50 s
+    fielding = run("fielding", [0.1, 0.7, 0.7, 0.7, 0.7])  # reaches 0.6 at 20 s
+    never = run("never", [0.1, 0.2, 0.2, 0.2, 0.2])
+    claim = one_claim(tmp_path, '["fielding", "feddrift"]', "fielding > feddrift", "tta_speedup", 'target = "feddrift"\n')
+    assert claim.runs == ("fielding", "feddrift")
+    result = evaluate(claim, {0: {"fielding": fielding, "feddrift": feddrift}})
+    assert result.figure == "tta_speedup (target: feddrift's final accuracy): fielding 2.50x; feddrift 1.00x"
+    assert result.verdict == INCONCLUSIVE  # one seed
+    assert evaluate(claim, {0: {"fielding": never, "feddrift": feddrift}}).figure.endswith("fielding 0.00x; feddrift 1.00x")
+    default = one_claim(tmp_path, '["fielding", "feddrift"]', "fielding > feddrift", "tta_speedup")
+    assert default.target == "fedavg" and default.runs == ("fielding", "feddrift", "fedavg")
+
+
+BAD_CLAIMS = [
+    ("", "claims: expected one or more [[claims]] tables"),
+    ('[[claims]]\nid = "x"\n', "claims[0] (x): missing 'claim'"),
+    ('[[claims]]\nid = "x"\nwhen = "now"\n', "claims[0] (x): unknown key 'when'"),
+]
+CLAIM = 'id = "x"\nwhere = "T1"\nclaim = "c"\ntrace = "static"\npaper_figure = "1"\n'
+BAD_FIELDS = [
+    (
+        'methods = ["a", "b"]\nmetric = "accuracy"\ndirection = "a > b"\n',
+        "claims[0] (x): metric 'accuracy': allowed: final_accuracy",
+    ),
+    ('methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "a >> b"\n', "claims[0] (x): direction 'a >> b': expected"),
+    ('methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "a > c"\n', "claims[0] (x): methods ['a', 'b']: must be"),
+    ('methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "a > b by -1"\n', "the margin must be >= 0"),
+    ('methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "a = b within x"\n', "margin: expected a number, got 'x'"),
+    ('methods = ["a"]\nmetric = "final_accuracy"\ndirection = "decreasing"\n', "an ordering needs at least two methods"),
+    ('methods = ["a", "a"]\nmetric = "final_accuracy"\ndirection = "decreasing"\n', "methods: expected a list of distinct"),
+    ('methods = "a"\nmetric = "final_accuracy"\ndirection = "decreasing"\n', "claims[0] (x): methods must be an array"),
+    ('methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "a > b"\ntarget = "a"\n', "target: only a tta_speedup"),
+    ('methods = ["a", "b"]\nmetric = "events.jump"\ndirection = "a > b"\n', "metric 'events.jump': allowed:"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), BAD_CLAIMS + [(f"[[claims]]\n{CLAIM}{fields}", message) for fields, message in BAD_FIELDS]
+)
+def test_a_bad_claim_file_is_one_line_naming_the_file_and_field(tmp_path, text, message):
+    path = claim_file(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        read_claim_file(path)
+    assert str(error.value).startswith(f"{path}: ") and message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
+    table = f'[[claims]]\n{CLAIM}methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "a > b"\n'
+    with pytest.raises(ConfigError, match="id 'x' is used more than once"):
+        read_claim_file(claim_file(tmp_path, table * 2))
+    with pytest.raises(ConfigError, match=r"unknown paper 'nope'; claim files in .*: paper"):
+        load_claims(tmp_path, ["nope"])
+    bundled = load_claims()
+    assert {c.paper for c in bundled} == {"fielding", "fedcm", "feddag", "mscfl", "cflgt"}
+    runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
+    assert runs.untestable == {} and runs.runs == len({(s, j.method) for s, jobs in runs.jobs.items() for j in jobs})
+    assert runs.runs < sum(len(c.runs) for c in bundled)  # claims share runs
+
+
+def test_claims_that_cannot_run_are_untestable_with_the_reason(tmp_path):
+    def claim(trace: str, direction: str) -> str:
+        a, b = direction.split(" > ")
+        return (
+            f'[[claims]]\nid = "{a}-{trace}"\nwhere = "T"\nclaim = "c"\ntrace = "{trace}"\nmethods = ["{a}", "{b}"]\n'
+            f'metric = "final_accuracy"\ndirection = "{direction}"\npaper_figure = "1"\n'
+        )
+
+    text = claim("static", "fedcm-nomigrate > fedcm") + claim("nowhere", "fedavg > oracle") + claim("static", "fedavg > oracle")
+    claims = read_claim_file(claim_file(tmp_path, text))
+    runs = plan(claims, (0,), "embedded", Execution(out=tmp_path))
+    assert runs.untestable["paper/fedcm-nomigrate-static"].startswith("method 'fedcm-nomigrate' is not in methods/")
+    assert runs.untestable["paper/fedavg-nowhere"].startswith("unknown trace 'nowhere'")
+    assert [j.label for j in runs.jobs[Setting("static", ())]] == ["static/fedavg/seed0", "static/oracle/seed0"]
+    paper = plan(claims[2:], (0,), "paper", Execution(out=tmp_path))
+    assert "static.toml: trace has no [scale.paper] table" in paper.untestable["paper/fedavg-static"] and not paper.jobs
+
+
+def test_settings_of_one_trace_get_their_own_folders_and_waves(tmp_path):
+    default, other, static = Setting("label-swap", ()), Setting("label-swap", (("concepts", "6"),)), Setting("static", ())
+    assert default.folder(tmp_path) == tmp_path and other.folder(tmp_path) == tmp_path / "label-swap+concepts=6"
+    assert Setting("rotation", (("scale", "paper"),)).folder(tmp_path).name == "rotation+scale=paper"
+    assert Plan({default: [], other: [], static: []}, {}).waves() == [[default, static], [other]]
+
+
+def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
+    claims = tmp_path / "claims"
+    tables = (
+        f'[[claims]]\nid = "oracle"\nwhere = "Table 1"\nclaim = "the oracle ends above FedAvg"\ntrace = "static"\n'
+        f'set = {{ {TINY} }}\nmethods = ["oracle", "fedavg"]\nmetric = "final_accuracy"\ndirection = "oracle > fedavg"\n'
+        f'paper_figure = "0.9 vs 0.6"\n'
+        f'[[claims]]\nid = "lr"\nwhere = "Table 2"\nclaim = "a larger step helps"\ntrace = "static"\n'
+        f'set = {{ {TINY}, "train.lr" = 0.2 }}\nmethods = ["oracle", "fedavg"]\nmetric = "tta_speedup"\n'
+        f'direction = "oracle > fedavg"\npaper_figure = "2x"\n'
+        f'[[claims]]\nid = "missing"\nwhere = "Table 3"\nclaim = "no such variant"\ntrace = "static"\n'
+        f'methods = ["fedcm-nomigrate", "fedcm"]\nmetric = "delta_permille"\ndirection = "fedcm-nomigrate < fedcm"\n'
+        f'paper_figure = "1 vs 27"\n'
+    )
+    claim_file(claims, tables, "tiny")
+    claim_file(claims, "", "broken")
+    args = ["reproduce", "tiny", "--claims", str(claims), "--seeds", "0", "--jobs", "2", "--device", "cpu", "--quiet"]
+    args += ["--out", str(tmp_path / "runs"), "--report", str(tmp_path / "report")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "3 claims:" in out and "4 runs (4 ran, 0 up to date, 0 failed)" in out
+    rows = read_report(tmp_path / "report/reproduce.csv")
+    assert [r["id"] for r in rows] == ["oracle", "lr", "missing"] and list(rows[0]) == list(COLUMNS)
+    assert rows[0]["verdict"] in (INCONCLUSIVE, NOT_REPRODUCED) and rows[0]["driftbench"].startswith("final_accuracy: oracle ")
+    assert rows[1]["driftbench"].startswith("tta_speedup (target: fedavg's final accuracy): oracle ")
+    assert rows[2]["verdict"] == UNTESTABLE and "'fedcm-nomigrate' is not in methods/" in rows[2]["reason"]
+    tiny = "static+clients=10,rounds=4,train.local_steps=2,train.participants=5"
+    assert (tmp_path / f"runs/{tiny}/static/oracle/seed0/summary.json").is_file()
+    assert (tmp_path / "runs/static+clients=10,rounds=4,train.local_steps=2,train.lr=0.2,train.participants=5").is_dir()
+    markdown = (tmp_path / "report/reproduce.md").read_text()
+    assert VERDICT_RULE in markdown and "| A paper | oracle | Table 1 | the oracle ends above FedAvg | 0.9 vs 0.6 |" in markdown
+    assert report_section(rows).rows[2]["verdict"] == UNTESTABLE
+    report_in_runs = tmp_path / "runs/reproduce.csv"
+    report_in_runs.write_bytes((tmp_path / "report/reproduce.csv").read_bytes())
+    shutil.copytree(tmp_path / f"runs/{tiny}/static/oracle", tmp_path / "runs/static/oracle")  # a run at the top level
+    assert main(["leaderboard", str(tmp_path / "runs"), "--out", str(tmp_path / "board")]) == 0
+    page = (tmp_path / "board/index.html").read_text()
+    assert "Paper claims" in page and "no such variant" in page
+
+    assert main(args) == 0  # a second time, every run is up to date
+    assert "4 runs (0 ran, 4 up to date, 0 failed)" in capsys.readouterr().out
+    assert main([*args[:1], "broken", *args[2:]]) == 2
+    assert "broken.toml: claims: expected one or more [[claims]] tables" in capsys.readouterr().err
+
+
+def test_a_report_with_other_columns_is_refused(tmp_path):
+    path = tmp_path / "reproduce.csv"
+    with open(path, "w", newline="") as fh:
+        csv.writer(fh).writerows([["paper", "verdict"], ["A", "reproduced"]])
+    with pytest.raises(ConfigError, match="reproduce.csv: columns"):
+        read_report(path)
