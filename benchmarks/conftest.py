@@ -4,7 +4,8 @@ A benchmark calls the ``speed_ratio`` fixture with a fast and a slow callable (e
 batched engine and the sequential loop); the fixture times them interleaved in this process
 and the test fails when slow/fast falls below ``SLACK`` x the test's committed threshold.
 Absolute times are noise on shared machines; a ratio of two timings taken side by side is
-not. With ``--benchmark-disable`` nothing is checked (single untimed calls). ``pytest benchmarks --update-thresholds`` writes the measured ratios
+not. With ``--benchmark-disable`` nothing is checked (single untimed calls). ``pytest benchmarks --update-thresholds``
+writes the measured ratios
 into thresholds.json instead of checking them (see the README's "Performance gate").
 """
 

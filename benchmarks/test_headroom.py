@@ -29,7 +29,7 @@ PLATEAU = 0.01  # FedAvg's seed-mean accuracy may move at most this much over th
 
 
 def headroom_table(root: Path, traces: list[str]) -> pd.DataFrame:
-    """Per trace, over the seeds: mean final accuracy of fedavg and oracle, their gap, its bound, and how much FedAvg's mean curve still moves."""
+    """Per trace, over the seeds: fedavg's and oracle's final accuracy, their gap, its bound, how far FedAvg's curve moves."""
     rows = []
     for trace in traces:
         curves = {

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from driftbench.config import parse_sets
+from driftbench.config import parse_sets, require
 from driftbench.errors import ConfigError, DriftbenchError
 from driftbench.evaluation.tolerance import ACCURACY_TOLERANCE, ARI_TOLERANCE
 
@@ -26,9 +26,12 @@ EPILOG = """examples:
   driftbench list traces
   driftbench trace make label-swap --set concepts=8 --out my.trace
   driftbench trace show my.trace
+  driftbench trace make changepoints --set file=A.cp --out a.trace   a FedDrift drift schedule as a trace
+  driftbench trace export my.trace --out my.cp            its ground truth as a changepoint matrix
   driftbench run --trace my.trace --method fedavg
   driftbench sweep --traces label-swap,static --methods fedavg,oracle --seeds 0,1,2
   driftbench sweep --traces label-shift,rotation --seeds 0,1,2   each trace's own comparison
+  driftbench reproduce fielding fedcm --seeds 0,1,2           check the papers' claims (claims/*.toml)
   driftbench leaderboard runs/ --out leaderboard/
   driftbench check runs/ci --reference evaluation/reference/ci.json
   driftbench run --trace openimage-buckets --scale paper --data-root /data/openimage
@@ -97,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     lst = sub.add_parser("list", help="list traces, methods or sources with a one-line description")
-    lst.add_argument("what", choices=["traces", "methods", "sources"])
+    lst.add_argument("kind", metavar="KIND", choices=["traces", "methods", "sources"], help="traces, methods or sources")
     lst.set_defaults(func=cmd_list)
 
     trace = sub.add_parser("trace", help="make or inspect trace files").add_subparsers(
@@ -111,11 +114,23 @@ def parser() -> argparse.ArgumentParser:
     add_data_root(make)
     make.set_defaults(func=cmd_trace_make)
     show = trace.add_parser("show", help="print a trace's clients, rounds and drift events with magnitudes")
-    show.add_argument("name", help="trace name or trace file")
-    add_sets(show, "KEY: trace parameter, source or source.KEY")
-    add_scale(show)
-    add_data_root(show)
+    add_trace_source(show)
     show.set_defaults(func=cmd_trace_show)
+    export = trace.add_parser(
+        "export",
+        help="write a trace's ground-truth groups as a changepoint matrix (FedDrift's format)",
+        description="Write row t = the ground-truth group of every client at round t x N (-1: no group), "
+        "space-separated, one line per row: the format 'driftbench trace make changepoints --set file=PATH' reads back.",
+        epilog="examples:\n"
+        "  driftbench trace export label-swap --out label-swap.cp --every 25    one row per drift period\n"
+        "  driftbench trace export my.trace --out my.cp\n"
+        "  driftbench trace make changepoints --set file=my.cp --set rounds_per_step=1 --out again.trace   and back",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_trace_source(export)
+    export.add_argument("--out", type=Path, required=True, help="matrix file to write (e.g. my.cp)")
+    export.add_argument("--every", type=int, default=1, metavar="N", help="one row every N rounds (default 1)")
+    export.set_defaults(func=cmd_trace_export)
 
     sweep = sub.add_parser(
         "sweep",
@@ -149,6 +164,29 @@ def parser() -> argparse.ArgumentParser:
     add_sets(sweep, "KEY: for every trace; method.KEY for every method that has it")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
     sweep.set_defaults(func=cmd_sweep)
+
+    repro = sub.add_parser(
+        "reproduce",
+        help="check each paper's claims (claims/*.toml) on the benchmark: reproduced, not reproduced or inconclusive",
+        description="Run what the claims need (through the sweep: finished runs are skipped), then write reproduce.md and "
+        "reproduce.csv, one row per claim: the paper's figure, driftbench's (mean +/- std over seeds) and a verdict. "
+        "Exit status 0 whatever the verdicts.",
+    )
+    repro.add_argument("papers", nargs="*", metavar="PAPER", help="papers to check, by claim file name (default: all)")
+    repro.add_argument("--seeds", type=seed_list, default=[0, 1, 2], metavar="0,1,2", help="run seeds (default 0,1,2)")
+    add_scale(repro)
+    repro.add_argument(
+        "--backend", default="local", choices=["local", "ray"], help="local process pool or Ray tasks (default local)"
+    )
+    repro.add_argument(
+        "--jobs", type=int, help="concurrent runs (local) or CPUs of a Ray cluster started here (default: CPU count)"
+    )
+    repro.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="compute device (default auto)")
+    repro.add_argument("--out", type=Path, default=Path("runs"), help="root of the run records (default runs/)")
+    repro.add_argument("--claims", type=Path, metavar="DIR", help="folder of claim files (default: the repository's claims/)")
+    repro.add_argument("--report", type=Path, metavar="DIR", help="folder for reproduce.md and reproduce.csv (default: --out)")
+    repro.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
+    repro.set_defaults(func=cmd_reproduce)
 
     board = sub.add_parser("leaderboard", help="rank methods per trace from run records: Markdown, CSV, PNG plots, HTML page")
     board.add_argument("runs", type=Path, metavar="RUNS_DIR", help="root of the run records (e.g. runs/)")
@@ -220,6 +258,14 @@ def add_scale(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_trace_source(p: argparse.ArgumentParser) -> None:
+    """Add the trace to read (a name or a file) with its ``--set``, ``--scale`` and ``--data-root``."""
+    p.add_argument("name", help="trace name or trace file")
+    add_sets(p, "KEY: trace parameter, source or source.KEY")
+    add_scale(p)
+    add_data_root(p)
+
+
 def add_data_root(p: argparse.ArgumentParser) -> None:
     """Add ``--data-root DIR``: the folder of a real source's files (sets ``source.root``)."""
     p.add_argument(
@@ -243,12 +289,19 @@ def split_method_sets(sets: dict[str, str]) -> tuple[dict[str, str], dict[str, s
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``driftbench run``: a request of one trace and one seed, executed in this process."""
-    from driftbench.runner import Execution, Request, plan_jobs, run_here
+    from driftbench.runner import Execution, Request, plan_jobs, run_here, validate_jobs
     from driftbench.scheduler import Checkpointing
+    from driftbench.traces.catalog import is_trace_file
 
+    require(args.seed >= 0, f"--seed must be >= 0, got {args.seed}")
     checkpointing = Checkpointing(args.checkpoint_every, args.resume, args.keep_checkpoint, resume_command(args.argv))
     trace_sets, method_sets = split_method_sets(parse_sets(args.set))
     if args.rounds is not None:
+        require(args.rounds >= 1, f"--rounds must be >= 1, got {args.rounds}")
+        require(
+            not is_trace_file(args.trace),
+            f"--rounds: {args.trace} is a trace file, whose rounds are fixed; remake it with trace make --set rounds=N",
+        )
         trace_sets["rounds"] = str(args.rounds)
     trace_sets["scale"] = args.scale
     trace_sets.update(data_root_sets(args))
@@ -257,7 +310,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     execution = Execution(
         args.device, args.out, args.target, checkpointing, "always" if args.resume else "never", quiet=args.quiet
     )
-    summaries = run_here(plan_jobs(request, execution))
+    jobs = plan_jobs(request, execution)
+    validate_jobs(jobs)
+    summaries = run_here(jobs)
     print(format_table(summaries))
     return 0 if all(s.status == "ok" for s in summaries) else 1
 
@@ -285,18 +340,18 @@ def text_table(rows: list[dict[str, str]]) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """``driftbench list``."""
-    for name, description in listing(args.what):
+    for name, description in listing(args.kind):
         print(f"{name:<18} {description}")
     return 0
 
 
-def listing(what: str) -> list[tuple[str, str]]:
+def listing(kind: str) -> list[tuple[str, str]]:
     """Names and one-line descriptions of the registered traces, methods or sources."""
-    if what == "traces":
+    if kind == "traces":
         from driftbench.traces.catalog import catalog, load_spec
 
         return [(name, load_spec(name).description) for name in catalog()]
-    if what == "methods":
+    if kind == "methods":
         from driftbench.methods.catalog import catalog, load_method
 
         return [(name, load_method(name).description) for name in catalog()]
@@ -307,14 +362,13 @@ def listing(what: str) -> list[tuple[str, str]]:
 
 def cmd_trace_make(args: argparse.Namespace) -> int:
     """``driftbench trace make``."""
-    from driftbench.traces.catalog import apply_sets, generate, load_spec
+    from driftbench.traces.catalog import SCALE_SET, build_named
     from driftbench.traces.io import save_trace
 
     sets = {**parse_sets(args.set), **data_root_sets(args)}
     if any(k.startswith("method.") for k in sets):
         raise ConfigError("--set method.KEY: a trace holds no method settings; pass them to 'driftbench run'")
-    spec = apply_sets(load_spec(args.name, args.scale), sets)
-    trace, _pool = generate(spec)
+    spec, trace, _pool = build_named(args.name, {**sets, SCALE_SET: args.scale})
     digest = save_trace(trace, args.out, spec.defaults())
     print(
         f"wrote {args.out} ({spec.name}, {trace.num_clients} clients, {trace.rounds} rounds, "
@@ -330,6 +384,17 @@ def cmd_trace_show(args: argparse.Namespace) -> int:
 
     resolved = resolve(args.name, {**parse_sets(args.set), "scale": args.scale, **data_root_sets(args)})
     print(describe_trace(resolved.trace, resolved.pool.y))
+    return 0
+
+
+def cmd_trace_export(args: argparse.Namespace) -> int:
+    """``driftbench trace export``."""
+    from driftbench.traces.changepoints import ground_truth, named_or_file, write_changepoints
+
+    trace = named_or_file(args.name, {**parse_sets(args.set), "scale": args.scale, **data_root_sets(args)})
+    matrix = ground_truth(trace, args.every)
+    write_changepoints(matrix, args.out)
+    print(f"wrote {args.out} ({matrix.shape[0]} rows, one every {args.every} rounds; {matrix.shape[1]} clients)")
     return 0
 
 
@@ -351,25 +416,56 @@ def seed_list(value: str) -> list[int]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``driftbench sweep``."""
-    from driftbench.runner import Execution, PoolOptions, load_suite, outcome_table, plan_jobs, run_pool, suite_request
+    from driftbench.runner import (
+        Execution,
+        PoolOptions,
+        load_suite,
+        outcome_table,
+        plan_jobs,
+        run_pool,
+        suite_request,
+        validate_jobs,
+    )
 
     pool = PoolOptions(args.backend, args.jobs, args.address, args.cpus_per_run, args.gpus_per_run, args.quiet)
     trace_sets, method_sets = split_method_sets(parse_sets(args.set))
     suite = load_suite(args.suite) if args.suite else None
     request = suite_request(suite, args.traces, args.methods, args.seeds, trace_sets, method_sets)
     execution = Execution(args.device, args.out, threads=pool.threads)
-    outcomes = run_pool(plan_jobs(request, execution), pool)
+    jobs = plan_jobs(request, execution)
+    if not args.address:  # the nodes of a joined Ray cluster may hold data that this machine lacks
+        validate_jobs(jobs)
+    outcomes = run_pool(jobs, pool)
     print(text_table(outcome_table(outcomes)))
     states = [o.state for o in outcomes]
     print(f"{states.count('ran')} ran, {states.count('skipped')} skipped (up to date), {states.count('failed')} failed")
     return 0 if all(o.status == "ok" for o in outcomes) else 1
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """``driftbench reproduce``."""
+    from driftbench.reproduce import load_claims, reproduce, write_report
+    from driftbench.runner import Execution, PoolOptions
+
+    claims = load_claims(args.claims, args.papers)
+    pool = PoolOptions(args.backend, args.jobs, quiet=args.quiet)
+    report = reproduce(claims, tuple(args.seeds), args.scale, pool, Execution(args.device, args.out, threads=pool.threads))
+    paths = write_report(report, args.report or args.out)
+    columns = ("paper", "id", "driftbench", "verdict", "reason")
+    print(text_table([{k: row[k] for k in columns} for row in report.rows()]))
+    print(report.headline())
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0
+
+
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     """``driftbench leaderboard``."""
     from driftbench.evaluation.leaderboard import write_leaderboard
+    from driftbench.reproduce import REPORT_FILES, read_report, report_section
 
-    paths = write_leaderboard(args.runs, args.out)
+    claims = args.runs / REPORT_FILES[1]
+    extra = [report_section(read_report(claims))] if claims.is_file() else []
+    paths = write_leaderboard(args.runs, args.out, extra)
     print(f"wrote {', '.join(p.name for p in paths)} to {args.out}")
     return 0
 

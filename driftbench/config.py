@@ -9,11 +9,14 @@ import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from driftbench.errors import ConfigError, UnknownNameError
 
-P = TypeVar("P")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+P = TypeVar("P", bound="DataclassInstance")
 
 
 def lookup(registry: Mapping[str, Any], name: str, kind: str) -> Any:
@@ -60,7 +63,7 @@ def parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _field_type(cls: type, field: dataclasses.Field) -> Any:
+def _field_type(cls: type, field: dataclasses.Field[Any]) -> Any:
     return typing.get_type_hints(cls)[field.name]
 
 
@@ -128,7 +131,7 @@ def check_keys(keys: Any, allowed: Any, where: str) -> None:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed)) or '(none)'}")
 
 
-TOML_TYPES = {str: "a string", dict: "a table", list: "an array"}
+TOML_TYPES: dict[type, str] = {str: "a string", dict: "a table", list: "an array"}
 
 
 def check_types(raw: Mapping[str, Any], types: Mapping[str, type], where: str) -> None:
@@ -159,7 +162,7 @@ def require(condition: bool, message: str) -> None:
 
 def as_plain(obj: Any) -> Any:
     """A dataclass (or nested values) as JSON-ready dicts and lists."""
-    if dataclasses.is_dataclass(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {k: as_plain(v) for k, v in dataclasses.asdict(obj).items()}
     if isinstance(obj, Mapping):
         return {k: as_plain(v) for k, v in obj.items()}

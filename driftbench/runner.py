@@ -1,4 +1,6 @@
-"""One path from a request to runs: a request (traces x methods x seeds, with overrides) becomes run jobs, executed in this process, on a local process pool or on Ray.
+"""One path from a request to runs: a request (traces x methods x seeds, with overrides) becomes run jobs.
+
+Jobs execute in this process, on a local process pool or on Ray.
 
 ``driftbench run`` is a request of one trace and one seed executed in this process (SIGINT
 checkpoints, errors propagate); ``driftbench sweep`` executes the same jobs on a pool or Ray,
@@ -67,7 +69,7 @@ class Suite:
 
 @dataclass(frozen=True)
 class Request:
-    """What to run: traces with their ``--set`` overrides, methods (empty: each trace's default comparison), seeds, method overrides."""
+    """What to run: traces with ``--set`` overrides, methods (empty: the trace's default comparison), seeds, method overrides."""
 
     traces: dict[str, dict[str, str]]
     methods: tuple[str, ...] = ()
@@ -106,6 +108,11 @@ class RunJob:
     def label(self) -> str:
         """``<trace>/<method>/seed<k>``, the run's folder under the output root."""
         return run_label(self.trace, self.method, self.seed)
+
+    @property
+    def trace_key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """The trace and its overrides, hashable: jobs with the same key replay the same trace."""
+        return self.trace, tuple(sorted(self.trace_sets.items()))
 
 
 @dataclass(frozen=True)
@@ -157,17 +164,18 @@ def load_suite(path: Path) -> Suite:
     check_keys(raw, SUITE_KEYS, str(path))
     traces, methods, seeds = raw.get("traces"), raw.get("methods"), raw.get("seeds", [0])
     require(
-        isinstance(traces, dict) and traces and all(isinstance(t, dict) for t in traces.values()),
+        isinstance(traces, dict) and bool(traces) and all(isinstance(t, dict) for t in traces.values()),
         f"{path}: traces: expected one [traces.NAME] table per trace (empty tables allowed)",
     )
     require(
-        isinstance(methods, list) and methods and all(isinstance(m, str) for m in methods),
+        isinstance(methods, list) and bool(methods) and all(isinstance(m, str) for m in methods),
         f"{path}: methods: expected a non-empty list of method names",
     )
     require(
-        isinstance(seeds, list) and seeds and all(type(s) is int and s >= 0 for s in seeds),
+        isinstance(seeds, list) and bool(seeds) and all(type(s) is int and s >= 0 for s in seeds),
         f"{path}: seeds: expected a non-empty list of integers >= 0",
     )
+    assert isinstance(traces, dict) and isinstance(methods, list)  # require()d above
     return Suite(
         description=str(raw.get("description", "")),
         traces={name: flat_sets(table) for name, table in traces.items()},
@@ -283,13 +291,30 @@ def resolved_trace(trace: str, sets: tuple[tuple[str, str], ...]) -> ResolvedTra
     return resolve(trace, dict(sets))
 
 
+def job_trace(job: RunJob) -> ResolvedTrace:
+    """The job's trace, pool and settings, built once per process for every method and seed that replays it."""
+    return resolved_trace(*job.trace_key)
+
+
+def validate_jobs(jobs: list[RunJob]) -> None:
+    """Build each trace of ``jobs`` before any run starts, so that what only a built trace can refuse stops them all.
+
+    That is a given ``train.participants`` above the trace's clients or a damaged trace file. A trace
+    without a drift event within its rounds is reported once, as a warning.
+    """
+    for key in dict.fromkeys(job.trace_key for job in jobs):
+        trace = resolved_trace(*key).trace
+        if not len(trace.event_round):
+            log.warning("%s: no drift event within its %d rounds; recovery is not measured", trace.name, trace.rounds)
+
+
 def run_job(job: RunJob) -> RunOutcome:
     """Execute one job in this process; errors propagate (``driftbench run``)."""
     started = time.perf_counter()
     ex = job.execution
     if ex.threads is not None:
         torch.set_num_threads(ex.threads)
-    resolved = resolved_trace(job.trace, tuple(sorted(job.trace_sets.items())))
+    resolved = job_trace(job)
     method = load_method(job.method, job.method_sets or None)
     target = ex.target if ex.target is not None else reference_target(ex.out, resolved.trace, method.name, job.seed)
     spec = RunSpec(
@@ -329,10 +354,17 @@ def one_line(exc: BaseException) -> str:
 class Backend(Protocol):
     """Where runs execute: submit a job, wait for some to finish, collect an outcome, close."""
 
-    def submit(self, job: RunJob) -> Any: ...
-    def wait(self, handles: list[Any]) -> list[Any]: ...
-    def result(self, handle: Any) -> RunOutcome: ...
-    def close(self) -> None: ...
+    def submit(self, job: RunJob) -> Any:
+        """Start ``job``; returns a handle."""
+
+    def wait(self, handles: list[Any]) -> list[Any]:
+        """Block until at least one of ``handles`` is done; returns the done ones."""
+
+    def result(self, handle: Any) -> RunOutcome:
+        """The outcome of a done handle."""
+
+    def close(self) -> None:
+        """Release the workers."""
 
 
 class LocalBackend:
@@ -341,15 +373,15 @@ class LocalBackend:
     def __init__(self, options: PoolOptions) -> None:
         self.pool = ProcessPoolExecutor(options.workers, mp_context=multiprocessing.get_context("spawn"))
 
-    def submit(self, job: RunJob) -> Future:
+    def submit(self, job: RunJob) -> Future[RunOutcome]:
         """Queue ``job`` on the pool."""
         return self.pool.submit(execute, job)
 
-    def wait(self, handles: list[Future]) -> list[Future]:
+    def wait(self, handles: list[Future[RunOutcome]]) -> list[Future[RunOutcome]]:
         """Block until at least one job is done; return the finished ones."""
         return list(wait(handles, return_when=FIRST_COMPLETED).done)
 
-    def result(self, handle: Future) -> RunOutcome:
+    def result(self, handle: Future[RunOutcome]) -> RunOutcome:
         """The outcome of a finished job (raises if its worker process died)."""
         return handle.result()
 
@@ -384,7 +416,8 @@ class RayBackend:
 
     def result(self, handle: Any) -> RunOutcome:
         """The outcome of a finished task (raises if its worker died)."""
-        return self.ray.get(handle)
+        outcome: RunOutcome = self.ray.get(handle)  # ray is untyped: get() returns Any
+        return outcome
 
     def close(self) -> None:
         """Disconnect, stopping the local cluster if this sweep started it."""
@@ -407,6 +440,7 @@ def run_pool(jobs: list[RunJob], options: PoolOptions) -> list[RunOutcome]:
             waiting.setdefault((job.trace, job.seed), []).append(job)
         else:
             ready.append(job)
+    resolved_trace.cache_clear()  # the runs build their traces in their own processes
     backend = open_backend(options)
     outcomes: dict[str, RunOutcome] = {}
     bar = tqdm(total=len(jobs), desc="sweep", unit="run", disable=options.quiet or not sys.stderr.isatty())

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from driftbench.config import require
+from driftbench.config import lookup, require
+from driftbench.engine.models import MODELS
 
 DTYPES = ("float32", "float64")
 
@@ -24,6 +25,7 @@ class TrainConfig:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        lookup(MODELS, self.model, "model")
         require(self.lr > 0, f"lr must be > 0, got {self.lr}")
         require(0 <= self.momentum < 1, f"momentum must be in [0, 1), got {self.momentum}")
         require(self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}")

@@ -72,7 +72,7 @@ def test_run_writes_the_record_and_prints_the_table(tmp_path, capsys):
     oracle = json.loads((tmp_path / "label-swap/oracle/seed0/summary.json").read_text())
     fedavg = json.loads((tmp_path / "label-swap/fedavg/seed0/summary.json").read_text())
     assert oracle["ari_mean"] >= 0.99 and oracle["oracle"] is True
-    assert fedavg["time_to_accuracy"] is not None and fedavg["tta_target"] == fedavg["final_accuracy"]
+    assert fedavg["time_to_accuracy"] is not None and fedavg["time_to_accuracy"]["target"] == fedavg["final_accuracy"]
 
 
 def test_runs_are_deterministic_and_seeded(tmp_path, capsys):
@@ -110,7 +110,7 @@ def test_trace_file_replays_the_named_trace(tmp_path, capsys):
     [
         (
             ["run", "--trace", "nope"],
-            "unknown trace 'nope'; valid: fmow-small, fmow-timeline, label-combos, label-shift, label-swap,",
+            "unknown trace 'nope'; valid: changepoints, fmow-small, fmow-timeline, label-combos, label-shift, label-swap,",
         ),
         (["run", "--trace", "label-swap", "--method", "fedavgg"], "did you mean 'fedavg'"),
         (["run", "--trace", "label-swap", "--set", "fraction=2"], "fraction must be in [0, 1], got 2.0"),

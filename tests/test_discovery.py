@@ -79,7 +79,8 @@ def test_a_new_method_is_its_module_and_its_toml(new_module, tmp_path, monkeypat
 
 def test_a_new_generator_is_its_module_and_its_toml(new_module, tmp_path, monkeypatch):
     new_module(driftbench.traces, GENERATOR_MODULE)
-    toml = 'generator = "throwaway"\ndescription = "made up by a test"\n[params]\nclients = 4\nrounds = 3\n[source]\nname = "digits"\n'
+    toml = 'generator = "throwaway"\ndescription = "made up by a test"\n'
+    toml += '[params]\nclients = 4\nrounds = 3\n[source]\nname = "digits"\n'
     monkeypatch.setattr(trace_catalog, "CATALOG_DIR", catalog_with(tmp_path, toml))
     import_modules("driftbench.traces")  # what importing driftbench.traces does
     spec = trace_catalog.load_spec("throwaway")

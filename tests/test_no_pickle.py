@@ -1,4 +1,4 @@
-"""No unpickling in shipped code: every np.load/torch.load refuses pickles, and pickle itself is used only by allow-listed restricted unpicklers."""
+"""No unpickling in shipped code: np.load/torch.load refuse pickles; pickle is used only by allow-listed restricted unpicklers."""
 
 import ast
 import importlib

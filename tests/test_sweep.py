@@ -10,7 +10,7 @@ import pytest
 from driftbench.cli import main
 from driftbench.errors import ConfigError
 from driftbench.record.files import WALL_CLOCK_FIELDS, as_json
-from driftbench.runner import Execution, Request, execute, load_suite, plan_jobs, suite_request
+from driftbench.runner import Execution, PoolOptions, Request, execute, load_suite, plan_jobs, run_pool, suite_request
 from driftbench.traces.catalog import load_spec, resolve
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,35 +34,45 @@ def records(root):
     }
 
 
-def test_ray_backend_matches_local_backend_and_failures_stay_isolated(tmp_path, capsys):
-    pytest.importorskip("ray", reason="Ray is not installed (pip install 'driftbench[ray]')")
+def sweep_with_a_broken_trace(tmp_path, backend):
+    """Sweep a suite of TRACES x METHODS and a trace file that is none on ``backend``; its outcomes.
+
+    The jobs skip ``validate_jobs`` (which refuses the file up front), so the runs of the file fail in the workers.
+    """
     broken = tmp_path / "broken.trace"
     broken.write_bytes(b"not a trace file")
     suite = tmp_path / "suite.toml"
     tables = "".join(f'[traces."{t}"]\n' + "".join(f"{k} = {v}\n" for k, v in sets.items()) for t, sets in TRACES.items())
     suite.write_text(f'methods = {json.dumps(METHODS)}\nseeds = [0]\n{tables}[traces."{broken}"]\n')
+    jobs = plan_jobs(suite_request(load_suite(suite), [], [], [], {}, {}), Execution("cpu", tmp_path / backend))
+    return run_pool(jobs, PoolOptions(backend, 2, quiet=True))
+
+
+def test_a_failed_run_is_reported_and_the_others_go_on(tmp_path):
+    outcomes = sweep_with_a_broken_trace(tmp_path, "local")
+    assert sorted(o.state for o in outcomes) == ["failed"] * 2 + ["ran"] * 4
+    failed = [o for o in outcomes if o.state == "failed"]
+    assert all(o.label.startswith("broken/") and o.error.startswith("TraceFileError") for o in failed)
+    assert len(records(tmp_path / "local")) == 4
+
+
+def test_ray_backend_matches_local_backend(tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'driftbench[ray]')")
     for backend in ("local", "ray"):
-        args = [
-            "sweep",
-            "--suite",
-            str(suite),
-            "--backend",
-            backend,
-            "--jobs",
-            "2",
-            "--device",
-            "cpu",
-            "--out",
-            str(tmp_path / backend),
-        ]
-        assert main([*args, "--quiet"]) == 1, backend
-        out = capsys.readouterr().out
-        assert out.splitlines()[-1] == "4 ran, 0 skipped (up to date), 2 failed", backend
-        failed = [line for line in out.splitlines() if line.startswith("broken/")]
-        assert len(failed) == 2 and all(" failed " in line and "TraceFileError" in line for line in failed), backend
+        assert [o.state for o in sweep_with_a_broken_trace(tmp_path, backend)].count("failed") == 2, backend
     local, ray = records(tmp_path / "local"), records(tmp_path / "ray")
     assert len(local) == 4 and local == ray
-    assert local["label-swap/oracle/seed0"]["tta_target"] == local["label-swap/fedavg/seed0"]["final_accuracy"]
+    oracle, fedavg = (json.loads((tmp_path / f"local/label-swap/{m}/seed0/summary.json").read_text()) for m in METHODS[::-1])
+    assert oracle["time_to_accuracy"]["target"] == fedavg["final_accuracy"]
+
+
+def test_a_damaged_trace_file_stops_a_sweep_before_any_run(tmp_path, capsys):
+    broken = tmp_path / "broken.trace"
+    broken.write_bytes(b"not a trace file")
+    out = tmp_path / "runs"
+    assert main(["sweep", "--traces", f"static,{broken}", "--methods", "fedavg", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {broken}: not a driftbench trace file (not an npz archive)\n" and not out.exists()
 
 
 def test_finished_runs_are_skipped_incomplete_and_changed_ones_run(tmp_path):
@@ -106,6 +116,14 @@ def test_jobs_put_fedavg_first_and_the_ci_suite_is_valid():
         (["--methods", "fedavg"], "give --traces (and optionally --methods), or a --suite file"),
         (["--traces", "static", "--methods", "fedavg", "--jobs", "0"], "--jobs must be >= 1, got 0"),
         (["--suite", "missing.toml"], "missing.toml: cannot read"),
+        (
+            ["--traces", "static", "--methods", "fedavg", "--set", "train.model=resnet19"],
+            "--set train: unknown model 'resnet19' (did you mean 'resnet18'?)",
+        ),
+        (
+            ["--traces", "static,label-swap", "--methods", "fedavg", "--set", "clients=10", "--set", "participants=11"],
+            "trace 'static': train.participants must be <= the trace's 10 clients, got 11",
+        ),
     ],
 )
 def test_bad_sweeps_fail_before_any_run(args, message, tmp_path, capsys):

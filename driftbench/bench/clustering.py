@@ -47,7 +47,8 @@ def label_distributions(clients: int, classes: int, rng: np.random.Generator, gr
     counts = np.stack([rng.multinomial(200, p) for p in preference[member]]).astype(float)
     counts[:, :10] += rng.random((clients, 10)) < 0.5  # ensure variety in the first classes too
     counts[np.arange(clients)[:, None], rng.choice(classes, (clients, 10))] += 1
-    return counts / counts.sum(1, keepdims=True)
+    distributions: np.ndarray = counts / counts.sum(1, keepdims=True)
+    return distributions
 
 
 def fielding_state(distributions: np.ndarray, seed: int) -> Fielding:

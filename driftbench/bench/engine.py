@@ -93,7 +93,7 @@ def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, repeats: int = 
     """Best GFLOP/s of a square matrix multiply on ``device``: the achievable peak the engine is compared with."""
     n = MATMUL_SIZE[device.type]
     a, b = torch.rand(n, n, device=device).to(dtype), torch.rand(n, n, device=device).to(dtype)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    sync: Callable[[], None] = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     a @ b
     sync()
     best = float("inf")
@@ -115,7 +115,8 @@ def format_engine_bench(result: dict[str, Any]) -> str:
             f"{result['device']} ({result['threads']} threads), chunk size {result['chunk_size'] or 'all'}, "
             f"{result['repeats']} interleaved repeats after a warm-up",
             f"batched     {b['median']:.4f} s/round (min {b['min']:.4f})  {result['samples_per_second']:,.0f} samples/s",
-            f"sequential  {s['median']:.4f} s/round (min {s['min']:.4f})  {result['sequential_samples_per_second']:,.0f} samples/s",
+            f"sequential  {s['median']:.4f} s/round (min {s['min']:.4f})  "
+            f"{result['sequential_samples_per_second']:,.0f} samples/s",
             f"speedup_vs_sequential  {result['speedup_vs_sequential']:.2f}x (median of per-repeat ratios)",
             f"batched compute  {result['gflops_per_second']:.1f} GFLOP/s = {result['peak_fraction']:.1%} of a "
             f"{result['matmul_peak_gflops_per_second']:.1f} GFLOP/s matrix multiply in this process",

@@ -60,7 +60,8 @@ def cached_array(path: Path, key: str, build: Callable[[], np.ndarray]) -> np.nd
         try:
             with np.load(path, allow_pickle=False) as cached:
                 if str(cached["key"]) == key:
-                    return cached["x"]
+                    stored: np.ndarray = cached["x"]
+                    return stored
         except (OSError, ValueError, KeyError):
             log.warning("ignoring unreadable cache %s", path)
     array = build()

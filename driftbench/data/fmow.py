@@ -62,7 +62,8 @@ def utm_grid_zone(epsg: pd.Series, lat: pd.Series, lon: pd.Series) -> np.ndarray
     from_lon = np.floor((lon.to_numpy(dtype=float) + 180.0) / 6.0) % 60 + 1
     zone = np.where(is_utm, code % 100, from_lon)
     band = np.clip(np.floor((lat.to_numpy(dtype=float) + 80.0) / 8.0), 0, 19)
-    return (100 * zone + band).astype(np.int64)
+    grid_zone: np.ndarray = (100 * zone + band).astype(np.int64)
+    return grid_zone
 
 
 def parse_timestamps(table: pd.DataFrame, path: object) -> pd.Series:

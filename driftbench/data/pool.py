@@ -37,7 +37,7 @@ class Pool:
     @property
     def input_shape(self) -> tuple[int, int, int]:
         """Shape of one sample: channels, height, width."""
-        return tuple(self.x.shape[1:])  # type: ignore[return-value]
+        return tuple(self.x.shape[1:])
 
     def fingerprint(self) -> str:
         """SHA-256 of the samples and labels; a trace records it to detect a changed pool."""

@@ -2,7 +2,8 @@
 
 CIFAR-10/100 ship as pickled dicts of numpy arrays, lists, strings and numbers. The unpickler
 below resolves no global except numpy's own array and dtype reconstructors and a latin-1-only
-stand-in for ``_codecs.encode`` (Python 3's protocol-2 bytes), so a data file cannot run code: any other global (``os.system``, a class, ``eval``) raises DataSourceError.
+stand-in for ``_codecs.encode`` (Python 3's protocol-2 bytes), so a data file cannot run code:
+any other global (``os.system``, a class, ``eval``) raises DataSourceError.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from driftbench.errors import DataSourceError
 def _numpy_reconstructors() -> dict[str, Any]:
     """numpy's array and dtype rebuilders by name, found through the pickle protocol rather than private imports."""
     array = np.zeros(1)
-    found = {"ndarray": np.ndarray, "dtype": np.dtype}
+    found: dict[str, Any] = {"ndarray": np.ndarray, "dtype": np.dtype}
     for protocol in (2, 5):
-        rebuild = array.__reduce_ex__(protocol)[0]
+        reduced = array.__reduce_ex__(protocol)
+        assert isinstance(reduced, tuple)  # an array reduces to (rebuild, args, state), not to a global's name
+        rebuild = reduced[0]
         found[rebuild.__name__] = rebuild
     return found
 

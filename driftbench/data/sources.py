@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from driftbench.config import build, lookup
 from driftbench.data.pool import Pool
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 @dataclass(frozen=True)
@@ -16,7 +19,7 @@ class Source:
 
     name: str
     description: str
-    params: type
+    params: type[DataclassInstance]
     load: Callable[[Any], Pool]
     argument: str = ""  # the parameter that ``name:VALUE`` sets (``hf:mnist`` sets dataset), if any
 

@@ -91,13 +91,14 @@ def _smooth_basis(t: np.ndarray) -> np.ndarray:
     count = math.ceil((t[-1] - t[0]) / SMOOTH_SPACING) + 3
     centres = t[0] - SMOOTH_SPACING + SMOOTH_SPACING * np.arange(count)
     basis = np.exp(-0.5 * ((t[:, None] - centres[None, :]) / SMOOTH_SPACING) ** 2)
-    return basis / basis.sum(axis=1, keepdims=True)
+    normalised: np.ndarray = basis / basis.sum(axis=1, keepdims=True)
+    return normalised
 
 
 def _smooth_fields(rng: np.random.Generator, basis: np.ndarray, lead: tuple[int, ...]) -> np.ndarray:
     """Random smooth fields of shape ``lead`` x L x L, each of zero mean and unit std."""
     r = basis.shape[1]
-    fields = basis @ rng.standard_normal((*lead, r, r)) @ basis.T
+    fields: np.ndarray = basis @ rng.standard_normal((*lead, r, r)) @ basis.T
     fields -= fields.mean(axis=(-2, -1), keepdims=True)
     fields /= fields.std(axis=(-2, -1), keepdims=True) + 1e-8
     return fields
@@ -116,14 +117,16 @@ def _gabor(rng: np.random.Generator, t: np.ndarray) -> np.ndarray:
     sigma = rng.uniform(0.12, 0.25)
     along = math.cos(theta) * (t[None, :] - cx) + math.sin(theta) * (t[:, None] - cy)
     envelope = np.exp(-((t[:, None] - cy) ** 2 + (t[None, :] - cx) ** 2) / (2 * sigma**2))
-    return envelope * np.cos(2 * math.pi * freq * along + phase)
+    grating: np.ndarray = envelope * np.cos(2 * math.pi * freq * along + phase)
+    return grating
 
 
 def _blob(rng: np.random.Generator, t: np.ndarray) -> np.ndarray:
     """A Gaussian blob of random centre and width."""
     cy, cx = rng.uniform(0.2, 0.8, size=2)
     sigma = rng.uniform(0.05, 0.12)
-    return np.exp(-((t[:, None] - cy) ** 2 + (t[None, :] - cx) ** 2) / (2 * sigma**2))
+    blob: np.ndarray = np.exp(-((t[:, None] - cy) ** 2 + (t[None, :] - cx) ** 2) / (2 * sigma**2))
+    return blob
 
 
 def _pattern(rng: np.random.Generator, channels: int, t: np.ndarray) -> np.ndarray:
@@ -154,7 +157,8 @@ def prototype(params: SyntheticParams, label: int) -> np.ndarray:
         proto = math.sqrt(1 - spread**2) * proto / proto.std() + spread * own / own.std()
     centre = proto[:, margin : margin + params.size, margin : margin + params.size]
     proto -= centre.mean(axis=(1, 2), keepdims=True)
-    return proto / (centre.std() + 1e-8)
+    normalised: np.ndarray = proto / (centre.std() + 1e-8)
+    return normalised
 
 
 def _crops(canvas: np.ndarray, rng: np.random.Generator, n: int, size: int) -> np.ndarray:

@@ -128,7 +128,7 @@ def read_svhn(paths: list[Path], source: str) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(x.transpose(3, 2, 0, 1)).astype(np.uint8), y % 10
 
 
-def fetch_archive(cls: type) -> Callable[[Path, tuple[str, ...]], None]:
+def fetch_archive(cls: type[tv.CIFAR10]) -> Callable[[Path, tuple[str, ...]], None]:
     """Download and extract a CIFAR-style tarball (``cls.url``, ``cls.filename``, ``cls.tgz_md5``)."""
 
     def fetch(root: Path, _splits: tuple[str, ...]) -> None:
@@ -137,7 +137,7 @@ def fetch_archive(cls: type) -> Callable[[Path, tuple[str, ...]], None]:
     return fetch
 
 
-def fetch_mnist(cls: type) -> Callable[[Path, tuple[str, ...]], None]:
+def fetch_mnist(cls: type[tv.MNIST]) -> Callable[[Path, tuple[str, ...]], None]:
     """Download and gunzip an MNIST-style dataset's files into ``<root>/<ClassName>/raw``, trying each mirror."""
 
     def fetch(root: Path, _splits: tuple[str, ...]) -> None:
@@ -165,13 +165,13 @@ def fetch_svhn(root: Path, splits: tuple[str, ...]) -> None:
         tv_utils.download_url(url, str(root), filename=filename, md5=md5)
 
 
-def mnist_files(cls: type) -> dict[str, tuple[str, ...]]:
+def mnist_files(cls: type[tv.MNIST]) -> dict[str, tuple[str, ...]]:
     """An MNIST-style dataset's (images, labels) files per split, as torchvision leaves them after download."""
     names = [f"{cls.__name__}/raw/{name.removesuffix('.gz')}" for name, _md5 in cls.resources]
     return {"train": (names[0], names[1]), "test": (names[2], names[3])}
 
 
-def cifar_layout(name: str, cls: type, classes: int, label_key: str, description: str) -> Layout:
+def cifar_layout(name: str, cls: type[tv.CIFAR10], classes: int, label_key: str, description: str) -> Layout:
     """The layout of a CIFAR dataset: torchvision's extracted python batches under ``cls.base_folder``."""
     files = {
         split: tuple(f"{cls.base_folder}/{n}" for n, _ in batches)

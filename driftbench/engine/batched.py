@@ -84,7 +84,7 @@ class BatchedTrainer:
             local = copy.deepcopy(model).requires_grad_(True)
             if data.device.type == "cpu" and has_conv(model):
                 local = local.to(memory_format=torch.channels_last)
-            self.local_params = list(local.parameters())
+            self.local_params: list[torch.Tensor] = list(local.parameters())
             self.local_buffers = [torch.zeros_like(p) for p in self.local_params]
             self.forward: Callable[..., torch.Tensor] = _compiled(local) if compile else local
         elif compile:

@@ -10,7 +10,8 @@ import pandas as pd
 
 PROFILE_TABLE = Path(__file__).with_name("profiles.csv")
 PASSES_PER_TRAINING_SAMPLE = 3  # forward + backward ~ 3 forward passes (FedScale's compute model)
-# FIELDING (003 app. C): 1-thread k-means n=1e5 d=1e4 k=10 in 477.8 s; server_work.kmeans(30 iterations, 10 restarts) = 7.1e12 FLOPs -> 1.49e10/s
+# FIELDING (003 app. C): 1-thread k-means n=1e5 d=1e4 k=10 in 477.8 s;
+# server_work.kmeans(30 iterations, 10 restarts) = 7.1e12 FLOPs -> 1.49e10/s
 SERVER_FLOPS_PER_SECOND = 1.5e10
 
 
@@ -45,7 +46,8 @@ def client_seconds(
     """Seconds each client spends computing and transferring in a round."""
     compute = PASSES_PER_TRAINING_SAMPLE * trained_samples * forward_flops / 1e6 * profiles.ms_per_mflop[clients] / 1e3
     transfer = 8 * download_bytes / profiles.download_bps[clients] + 8 * upload_bytes / profiles.upload_bps[clients]
-    return compute + transfer
+    seconds: np.ndarray = compute + transfer
+    return seconds
 
 
 def server_seconds(flops: int) -> float:

@@ -49,7 +49,8 @@ def per_client_mean(
             else:
                 values = F.cross_entropy(logits, y[:, 0], reduction="none")
             total += np.bincount(clients, weights=values.double().cpu().numpy(), minlength=len(windows))
-    return total / np.maximum(lengths, 1)
+    means: np.ndarray = total / np.maximum(lengths, 1)
+    return means
 
 
 def client_gradients(
@@ -85,13 +86,14 @@ def _client_samples(
         yield x[0], y[0]
 
 
-OutputSummary = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], np.ndarray]  # (features, probs, labels) -> 1-D
-DataSummary = Callable[[torch.Tensor, torch.Tensor], np.ndarray]  # (inputs, labels) -> 1-D
+ClientSummary = np.ndarray | torch.Tensor  # a client's 1-D summary, array or tensor (as_numpy takes either)
+OutputSummary = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], ClientSummary]  # (features, probs, labels) -> 1-D
+DataSummary = Callable[[torch.Tensor, torch.Tensor], ClientSummary]  # (inputs, labels) -> 1-D
 
 
 def classifier_name(model: nn.Module) -> str:
     """Module name of the classifier: the last Linear layer, whose input are the features."""
-    names = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    names: list[str] = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
     if not names:
         raise ValueError("the model has no Linear classifier layer")
     return names[-1]
@@ -141,7 +143,7 @@ def client_inputs(
     return np.stack([as_numpy(summarize(x, y)) for x, y in _client_samples(data, windows, label_maps, rotations)])
 
 
-def as_numpy(values: np.ndarray | torch.Tensor) -> np.ndarray:
+def as_numpy(values: ClientSummary) -> np.ndarray:
     """A summary as a 1-D float64 host array, whether the client returned a tensor or an array."""
     if isinstance(values, torch.Tensor):
         values = values.detach().cpu().numpy()

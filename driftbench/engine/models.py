@@ -60,11 +60,18 @@ def with_input_channels(model: nn.Module, channels: int) -> nn.Module:
     name, conv = next((n, m) for n, m in model.named_modules() if isinstance(m, nn.Conv2d))
     if conv.in_channels != channels:
         parent_name, _, attr = name.rpartition(".")
+        padding = conv.padding if isinstance(conv.padding, str) else _pair(conv.padding)
         replacement = nn.Conv2d(
-            channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, bias=conv.bias is not None
+            channels, conv.out_channels, _pair(conv.kernel_size), _pair(conv.stride), padding, bias=conv.bias is not None
         )
         setattr(model.get_submodule(parent_name), attr, replacement)
     return model
+
+
+def _pair(value: tuple[int, ...]) -> tuple[int, int]:
+    """A Conv2d's (height, width) setting, which torch types as ``tuple[int, ...]``."""
+    height, width = value
+    return height, width
 
 
 def resnet18(input_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
@@ -87,7 +94,7 @@ MODELS: dict[str, Callable[[tuple[int, int, int], int], nn.Module]] = {
 
 def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, seed: int, dtype: torch.dtype) -> nn.Module:
     """Instantiate model ``name`` with parameters initialised from ``seed``."""
-    factory = lookup(MODELS, name, "model")
+    factory: Callable[[tuple[int, int, int], int], nn.Module] = lookup(MODELS, name, "model")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = factory(input_shape, num_classes)
@@ -98,7 +105,7 @@ def forward_flops(model: nn.Module, input_shape: tuple[int, int, int]) -> float:
     """Multiply-add FLOPs (2 per MAC) of one sample's forward pass through Linear and Conv2d layers."""
     total = 0.0
 
-    def count(module: nn.Module, _inputs: tuple, output: torch.Tensor) -> None:
+    def count(module: nn.Module, _inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
         nonlocal total
         if isinstance(module, nn.Linear):
             total += 2.0 * module.in_features * module.out_features

@@ -35,7 +35,7 @@ def train_sequential(
             objective = loss
             if mu:
                 objective = loss + 0.5 * mu * sum(((p - a) ** 2).sum() for p, a in zip(local.parameters(), anchor))
-            objective.backward()
+            torch.autograd.backward(objective)  # what Tensor.backward runs; torch leaves that method unannotated
             opt.step()
             total += loss.item()
         trained.append({n: p.detach() for n, p in local.named_parameters()})

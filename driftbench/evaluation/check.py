@@ -55,8 +55,9 @@ def write_reference(root: Path, path: Path) -> int:
 
 def read_reference(path: Path) -> dict[str, dict[str, Any]]:
     """The per-run entries of a reference file."""
+    require(Path(path).is_file(), f"--reference {path}: no such reference file")
     try:
-        runs = read_json(Path(path))["runs"]
+        runs: dict[str, dict[str, Any]] = read_json(Path(path))["runs"]
         require(isinstance(runs, dict), "'runs' is not a table")
         for label, entry in runs.items():
             require(

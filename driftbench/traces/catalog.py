@@ -58,7 +58,7 @@ def catalog() -> dict[str, Path]:
 
 
 def scaled(raw: dict[str, Any], scale: str, path: Path) -> dict[str, Any]:
-    """The trace TOML with ``[scale.<scale>]`` laid over it; a scale's source table replaces the default's if it names another source."""
+    """The trace TOML with ``[scale.<scale>]`` laid over it; a scale's source table replaces the default's if it names another."""
     require(scale in SCALES, f"--scale {scale!r}: allowed: {', '.join(SCALES)}")
     scales = raw.get("scale", {})
     check_table(scales, dict.fromkeys(SCALES[1:], dict), f"{path} [scale]")
@@ -135,7 +135,9 @@ def apply_sets(spec: TraceSpec, sets: dict[str, str]) -> TraceSpec:
 
     A bare key names a generator parameter or, if there is none by that name, a training setting.
     """
-    params, train, source = {}, {}, {}
+    params: dict[str, str] = {}
+    train: dict[str, str] = {}
+    source: dict[str, str] = {}
     source_name = spec.source
     param_fields = set(spec.params.__dataclass_fields__)
     train_fields = set(TrainConfig.__dataclass_fields__)
@@ -227,8 +229,7 @@ def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
     ``sets["scale"]`` (from ``--scale``) picks the named trace's scale.
     """
     if not is_trace_file(name):
-        spec = named_spec(name, sets)
-        trace, pool = generate(spec)
+        spec, trace, pool = build_named(name, sets)
         return ResolvedTrace(trace, pool, spec.train, spec.methods)
     sets = dict(sets)
     scale = sets.pop(SCALE_SET, "embedded")
@@ -246,9 +247,30 @@ def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
         )
         train_sets[field] = value
     train = build(TrainConfig, defaults.get("train", {}), f"{name} defaults")
+    train = build(TrainConfig, train_sets, "--set train", base=train)
     return ResolvedTrace(
         trace,
         pool_of(trace, name, root),
-        build(TrainConfig, train_sets, "--set train", base=train),
+        fit_participants(train, trace, "participants" in train_sets),
         tuple(defaults.get("methods", DEFAULT_METHODS)),
     )
+
+
+def build_named(name: str, sets: dict[str, str]) -> tuple[TraceSpec, Trace, Pool]:
+    """The catalog trace ``name`` with ``--set`` values, generated, and its spec with training settings fitted to it."""
+    spec = named_spec(name, sets)
+    trace, pool = generate(spec)
+    given = "train.participants" in sets or ("participants" in sets and "participants" not in spec.params.__dataclass_fields__)
+    return replace(spec, train=fit_participants(spec.train, trace, given)), trace, pool
+
+
+def fit_participants(train: TrainConfig, trace: Trace, given: bool) -> TrainConfig:
+    """``train`` for ``trace``: a default participant count is capped at the trace's clients; a given one must fit."""
+    clients = trace.num_clients
+    if not given:
+        return replace(train, participants=min(train.participants, clients))
+    require(
+        train.participants <= clients,
+        f"trace {trace.name!r}: train.participants must be <= the trace's {clients} clients, got {train.participants}",
+    )
+    return train

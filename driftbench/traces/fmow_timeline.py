@@ -64,9 +64,11 @@ def fmow_regions(rng: np.random.Generator, params: FmowTimelineParams, pool: Poo
 
     WILDS' own split is by year, so it cannot give test data of a client's current period.
     """
-    stamps = pool.meta["timestamp"].to_numpy()
+    meta = pool.meta
+    assert meta is not None, "make() reads regions only from a pool with meta"
+    stamps = meta["timestamp"].to_numpy()
     day = ((stamps - stamps.min()) // np.timedelta64(1, "D")).astype(np.int64)
-    region = pool.meta["region"].to_numpy()
+    region = meta["region"].to_numpy()
     order = np.lexsort((day, region))
     per_region = [ids for ids in np.split(order, np.unique(region[order], return_index=True)[1][1:]) if len(ids) >= 2]
     if len(per_region) < 2:
@@ -97,7 +99,8 @@ class SyntheticRegions:
 
     def type_at(self, region: int, rounds: np.ndarray) -> np.ndarray:
         """The region's type at each round (its later type from ``event_round`` on)."""
-        return np.where(rounds >= self.params.event_round, self.later[region], self.type[region])
+        types: np.ndarray = np.where(rounds >= self.params.event_round, self.later[region], self.type[region])
+        return types
 
     def labels(self, region: int, days: np.ndarray) -> np.ndarray:
         """A label for a sample of each day, from the region's type distribution in that season."""
@@ -106,7 +109,8 @@ class SyntheticRegions:
         season = np.sin(2 * math.pi * days[:, None] / p.season_days + self.phase[types])
         weights = self.base[types] * np.exp(p.amplitude * season)
         cumulative = np.cumsum(weights / weights.sum(axis=1, keepdims=True), axis=1)
-        return np.minimum((cumulative < self.rng.random((len(days), 1))).sum(axis=1), weights.shape[1] - 1)
+        labels: np.ndarray = np.minimum((cumulative < self.rng.random((len(days), 1))).sum(axis=1), weights.shape[1] - 1)
+        return labels
 
     def stream(self, region: int, ids_by_label: list[list[np.ndarray]], days: int) -> Stream:
         """The region's train and test samples at uniformly random days, labels by its type and season."""
@@ -148,8 +152,9 @@ def make(params: FmowTimelineParams, pool: Pool) -> TraceBuilder:
     windows = SlidingWindows(builder, updates, params.window_rounds, params.min_window)
     for client, (train, train_days, test, test_days) in enumerate(streams):
         builder.samples(client, train, test)
-        arrive = [arrival_rounds(d, params.rounds_per_day, params.window_rounds) for d in (train_days, test_days)]
-        windows.client(client, *arrive, groups[client])
+        train_arrive = arrival_rounds(train_days, params.rounds_per_day, params.window_rounds)
+        test_arrive = arrival_rounds(test_days, params.rounds_per_day, params.window_rounds)
+        windows.client(client, train_arrive, test_arrive, groups[client])
     windows.events("arrival")
     switch = updates[updates >= params.event_round]
     if regions is not None and len(regions.movers) and len(switch):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from driftbench.config import require
 from driftbench.data.pool import Pool
 from driftbench.errors import ConfigError
 from driftbench.traces.model import TraceBuilder
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class Generator:
     """A registered trace generator; ``make`` fills a TraceBuilder deterministically from params."""
 
     name: str
-    params: type
+    params: type[DataclassInstance]
     make: Callable[[Any, Pool], TraceBuilder]
 
 

@@ -14,6 +14,7 @@ from driftbench.errors import TraceFileError
 from driftbench.traces.model import FORMAT_VERSION, Trace
 
 HEADER = "header"
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # the openings np.load reads as an npz archive (anything else it may unpickle)
 _ARRAY_FIELDS = [f.name for f in fields(Trace) if f.name != "info"]
 
 
@@ -22,7 +23,8 @@ def save_trace(trace: Trace, path: Path, defaults: dict[str, Any]) -> str:
     digest = trace.content_hash()
     header = {"format": FORMAT_VERSION, "info": trace.info, "hash": digest, "defaults": defaults}
     payload = np.frombuffer(json.dumps(header, sort_keys=True).encode(), dtype=np.uint8)
-    atomic_write(Path(path), lambda fh: np.savez_compressed(fh, **{HEADER: payload}, **trace.arrays()))
+    # numeric arrays only: a trace file never holds a pickle (naming allow_pickle also lets mypy match **kwds)
+    atomic_write(Path(path), lambda fh: np.savez_compressed(fh, allow_pickle=False, **{HEADER: payload}, **trace.arrays()))
     return digest
 
 
@@ -31,11 +33,7 @@ def load_trace(path: Path) -> tuple[Trace, dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise TraceFileError(f"{path}: no such trace file")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            data = {name: npz[name] for name in npz.files}
-    except Exception as exc:  # zipfile, zlib and numpy raise many unrelated types for a damaged file
-        raise TraceFileError(f"{path}: not a readable trace file ({type(exc).__name__}: {exc})") from None
+    data = _arrays(path)
     header = _header(path, data)
     missing = [name for name in _ARRAY_FIELDS if name not in data]
     if missing:
@@ -47,6 +45,25 @@ def load_trace(path: Path) -> tuple[Trace, dict[str, Any]]:
     if trace.content_hash() != header["hash"]:
         raise TraceFileError(f"{path}: content hash mismatch (file corrupted or edited)")
     return trace, header.get("defaults", {})
+
+
+def _arrays(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of the npz archive at ``path``; any other file is refused in one line, never unpickled."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(len(ZIP_MAGIC[0]))
+    except OSError as exc:
+        raise TraceFileError(f"{path}: cannot read: {exc.strerror}") from None
+    if magic not in ZIP_MAGIC:
+        raise TraceFileError(f"{path}: not a driftbench trace file (not an npz archive)")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            data = {name: npz[name] for name in npz.files}
+    except Exception as exc:  # zipfile, zlib and numpy raise many unrelated types for a damaged file
+        raise TraceFileError(f"{path}: not a readable trace file ({type(exc).__name__}: {exc})") from None
+    if not all(isinstance(array, np.ndarray) for array in data.values()):
+        raise TraceFileError(f"{path}: not a driftbench trace file (holds a member that is not a numpy array)")
+    return data
 
 
 def _header(path: Path, data: dict[str, np.ndarray]) -> dict[str, Any]:

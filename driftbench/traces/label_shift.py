@@ -15,7 +15,7 @@ from driftbench.traces.sampling import by_label, draw_by_distribution, train_tes
 
 @dataclass(frozen=True)
 class LabelShiftParams(ClientParams):
-    """Each client holds a ``rho`` share of the classes (disjoint label groups); at ``drift_round`` a ``fraction`` of clients changes group."""
+    """Each client holds a ``rho`` share of the classes (disjoint label groups); at ``drift_round`` a ``fraction`` move."""
 
     clients: int = 100
     rounds: int = 200
@@ -44,7 +44,7 @@ def label_groups(rng: np.random.Generator, num_classes: int, rho: float) -> np.n
 
 
 def make(params: LabelShiftParams, pool: Pool) -> TraceBuilder:
-    """Clients spread evenly over label groups, samples uniform over the group's labels; movers draw new data from a different group.
+    """Clients spread evenly over label groups, samples uniform over its labels; movers draw new data from another group.
 
     Fed-CM does not say how many clients drift at round 61 or where to; a ``fraction`` of
     clients each move to a different group drawn at random, with fresh samples of its labels.

@@ -36,7 +36,7 @@ class LabelSwapParams(ClientParams):
 
 
 def concept_permutation(k: int, num_classes: int) -> np.ndarray:
-    """Label map of concept ``k``: identity, y -> C-1-y, (y+1) mod C, (y+2) mod C, swapped pairs 1<->2 3<->4 5<->6, then (y+k-2) mod C.
+    """Label map of concept ``k``: identity, y -> C-1-y, (y+1) mod C, (y+2) mod C, pairs 1<->2 3<->4 5<->6, then (y+k-2) mod C.
 
     Swapped pairs agrees with the identity on most labels, so it comes after the strongly conflicting maps.
     """

@@ -12,6 +12,7 @@ import numpy as np
 
 FORMAT_VERSION = 1
 EVENT_KINDS = ("concept", "feature", "label", "arrival")
+Segment = tuple[int, tuple[int, int], tuple[int, int], int, int, int]  # start, train window, test window, map, rotation, group
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ class ClientStream:
         return int(self.label_maps.shape[1])
 
     def _window(self, kind: str, seg: int) -> np.ndarray:
-        ptr, idx, bounds = getattr(self, f"{kind}_ptr"), getattr(self, f"{kind}_idx"), getattr(self, f"seg_{kind}")
+        ptr: np.ndarray = getattr(self, f"{kind}_ptr")
+        idx: np.ndarray = getattr(self, f"{kind}_idx")
+        bounds: np.ndarray = getattr(self, f"seg_{kind}")
         base = ptr[int(np.searchsorted(self.seg_ptr, seg, side="right")) - 1]
         lo, hi = bounds[seg]
         return idx[base + lo : base + hi]
@@ -60,7 +63,8 @@ class ClientStream:
 
     def train_labels(self, seg: int, pool_y: np.ndarray) -> np.ndarray:
         """Labels of segment ``seg``'s train window after its label map."""
-        return self.label_maps[self.seg_map[seg]][pool_y[self.train_indices(seg)]]
+        labels: np.ndarray = self.label_maps[self.seg_map[seg]][pool_y[self.train_indices(seg)]]
+        return labels
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,7 +103,8 @@ class Trace:
     @property
     def name(self) -> str:
         """The trace's name (a catalog name or the file it was loaded from)."""
-        return self.info["name"]
+        name: str = self.info["name"]
+        return name
 
     @property
     def rounds(self) -> int:
@@ -145,11 +150,13 @@ class Trace:
         """Clients whose segment starts at ``rnd`` (every client at round 0)."""
         if rnd == 0:
             return np.arange(self.num_clients)
-        return self.seg_client[self.seg_start == rnd]
+        changed: np.ndarray = self.seg_client[self.seg_start == rnd]
+        return changed
 
     def groups_at(self, rnd: int) -> np.ndarray:
         """Ground-truth group of every client at ``rnd`` (-1 = none)."""
-        return self.seg_group[self.segments_at(rnd)]
+        groups: np.ndarray = self.seg_group[self.segments_at(rnd)]
+        return groups
 
     @property
     def stream(self) -> ClientStream:
@@ -192,7 +199,7 @@ class TraceBuilder:
         self.num_clients, self.rounds, self.num_classes = num_clients, rounds, num_classes
         self._train: list[np.ndarray | None] = [None] * num_clients
         self._test: list[np.ndarray | None] = [None] * num_clients
-        self._segments: list[list[tuple]] = [[] for _ in range(num_clients)]
+        self._segments: list[list[Segment]] = [[] for _ in range(num_clients)]
         self._maps: dict[bytes, int] = {}
         self._events: list[tuple[int, np.ndarray, str]] = []
 
@@ -215,7 +222,9 @@ class TraceBuilder:
         """Start a segment for ``client`` at round ``start``; windows default to all samples."""
         mapping = np.arange(self.num_classes) if label_map is None else np.asarray(label_map, dtype=np.int64)
         map_id = self._maps.setdefault(mapping.tobytes(), len(self._maps))
-        n_train, n_test = len(self._train[client]), len(self._test[client])
+        train_ids, test_ids = self._train[client], self._test[client]
+        assert train_ids is not None and test_ids is not None, "samples() comes before segment()"
+        n_train, n_test = len(train_ids), len(test_ids)
         self._segments[client].append((start, train or (0, n_train), test or (0, n_test), map_id, rotation % 360, group))
 
     def phases(
@@ -236,7 +245,7 @@ class TraceBuilder:
         rnd: int,
         data: Callable[[int], tuple[np.ndarray, np.ndarray]],
     ) -> None:
-        """Client c holds block ``data(first[c])`` (its group); ``movers`` switch to ``data(then[c])`` at ``rnd``, a label event."""
+        """Client c holds block ``data(first[c])`` (its group); ``movers`` switch to ``data(then[c])`` at ``rnd``."""
         moving = np.isin(np.arange(len(first)), movers)
         for client in range(len(first)):
             groups = [int(first[client])] + ([int(then[client])] if moving[client] else [])
@@ -259,11 +268,14 @@ class TraceBuilder:
         flat = [t for s in segs for t in s]
         maps = np.frombuffer(b"".join(self._maps), dtype=np.int64).reshape(len(self._maps), self.num_classes)
         events = sorted(self._events, key=lambda e: e[0])
+        trains = [t for t in self._train if t is not None]
+        tests = [t for t in self._test if t is not None]
+        assert len(trains) == len(tests) == self.num_clients  # each client has a segment, and segment() needs samples()
         arrays = {
-            "train_ptr": np.concatenate([[0], np.cumsum([len(t) for t in self._train])]).astype(np.int64),
-            "train_idx": np.concatenate(self._train).astype(np.int64),
-            "test_ptr": np.concatenate([[0], np.cumsum([len(t) for t in self._test])]).astype(np.int64),
-            "test_idx": np.concatenate(self._test).astype(np.int64),
+            "train_ptr": np.concatenate([[0], np.cumsum([len(t) for t in trains])]).astype(np.int64),
+            "train_idx": np.concatenate(trains).astype(np.int64),
+            "test_ptr": np.concatenate([[0], np.cumsum([len(t) for t in tests])]).astype(np.int64),
+            "test_idx": np.concatenate(tests).astype(np.int64),
             "seg_ptr": np.concatenate([[0], np.cumsum([len(s) for s in segs])]).astype(np.int64),
             "seg_start": np.array([t[0] for t in flat], dtype=np.int64),
             "seg_train": np.array([t[1] for t in flat], dtype=np.int64).reshape(-1, 2),

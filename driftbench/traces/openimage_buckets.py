@@ -51,7 +51,8 @@ class OpenImageBucketsParams(ClientParams):
         )
         require(
             self.rounds <= self.buckets * self.bucket_rounds,
-            f"rounds must be <= buckets x bucket_rounds ({self.buckets * self.bucket_rounds}), or windows run dry; got {self.rounds}",
+            f"rounds must be <= buckets x bucket_rounds ({self.buckets * self.bucket_rounds}), or windows run dry; "
+            f"got {self.rounds}",
         )
         require(
             self.buckets <= self.min_classes <= self.top_classes,
@@ -80,6 +81,7 @@ def fedscale_clients(
     )
     top = np.argsort(-np.bincount(pool.y[train_ids], minlength=pool.num_classes), kind="stable")[: params.top_classes]
     ids = train_ids[np.isin(pool.y[train_ids], top)]
+    assert pool.meta is not None, "make() takes FedScale clients only from a pool with meta"
     owner = pool.meta["client"].to_numpy()[ids]
     order = np.argsort(owner, kind="stable")
     ids, owner = ids[order], owner[order]
@@ -87,14 +89,15 @@ def fedscale_clients(
     kept = [c for c in per_client if len(np.unique(pool.y[c])) >= params.min_classes][: params.clients]
     if len(kept) < 2:
         raise DataSourceError(
-            f"openimage-buckets: only {len(kept)} FedScale clients hold >= {params.min_classes} of the top {params.top_classes} classes; need 2"
+            f"openimage-buckets: only {len(kept)} FedScale clients hold >= {params.min_classes} of the top "
+            f"{params.top_classes} classes; need 2"
         )
     none = np.full(params.buckets, -1)
     return [BucketedClient(*random_buckets(rng, c, pool.y, params.buckets), none) for c in kept]
 
 
 def random_buckets(rng: np.random.Generator, ids: np.ndarray, pool_y: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
-    """The client's labels split at random into ``buckets`` (each bucket holds all samples of its labels): ids in bucket order, buckets."""
+    """The client's labels split at random into ``buckets`` (a bucket holds all samples of its labels): ids by bucket, buckets."""
     labels = rng.permutation(np.unique(pool_y[ids]))
     bucket_of_label = np.full(labels.max() + 1, -1)
     for b, chunk in enumerate(np.array_split(labels, buckets)):

@@ -15,7 +15,7 @@ from driftbench.traces.sampling import draw, train_test_ids
 
 @dataclass(frozen=True)
 class RotationParams(ClientParams):
-    """Group ``g`` sees images turned by ``quarter_turns[g]`` x 90 degrees; every ``drift_every`` rounds a ``fraction`` switch group."""
+    """Group ``g`` sees images turned by ``quarter_turns[g]`` x 90 degrees; each ``drift_every`` rounds a ``fraction`` switch."""
 
     quarter_turns: tuple[int, ...] = (0, 2)
     drift_every: int = 20
