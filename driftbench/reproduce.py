@@ -39,9 +39,9 @@ from driftbench.evaluation.html_page import Section
 from driftbench.methods import catalog as method_catalog
 from driftbench.methods.events import EVENT_KINDS
 from driftbench.record.files import ROUNDS
-from driftbench.record.metrics import final_window, speedup, time_to_accuracy
+from driftbench.record.metrics import speedup
 from driftbench.record.schema import Summary, TimeToAccuracy, read_rounds
-from driftbench.record.summarize import REFERENCE
+from driftbench.record.summarize import REFERENCE, rows_time_to_accuracy
 from driftbench.runner import Execution, PoolOptions, Request, RunJob, RunOutcome, check_trace, flat_sets, plan_jobs, run_pool
 
 log = logging.getLogger("driftbench")
@@ -397,11 +397,7 @@ class ClaimResult:
 
 def run_tta(summary: Summary, target: float) -> TimeToAccuracy:
     """When the run's accuracy reached ``target`` and stayed (trailing mean over the final-accuracy window, as in summaries)."""
-    rows = read_rounds(Path(summary.run_dir) / ROUNDS)
-    accuracy = rows["accuracy_mean"].to_numpy()
-    return time_to_accuracy(
-        rows["round"].to_numpy(), rows["sim_seconds"].to_numpy(), accuracy, target, final_window(len(accuracy))
-    )
+    return rows_time_to_accuracy(read_rounds(Path(summary.run_dir) / ROUNDS), target)
 
 
 def tta_speedup(summary: Summary, target: Summary | None) -> float | None:

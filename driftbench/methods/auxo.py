@@ -8,7 +8,7 @@ from sklearn.cluster import KMeans
 
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult, cluster_average
-from driftbench.methods.clustering import ClusterCountParams, flat_updates, record_regrouping, unit_vectors
+from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
 
 
 class Auxo(Method):
@@ -61,7 +61,7 @@ class Auxo(Method):
                     p[cohort] = p[source]
                 self.used[cohort] = True
             self.assignment[members] = cohort
-        record_regrouping(self.events, "move", self.assignment, ids, before, fresh)
+        self.events.regrouping("move", self.assignment, ids, before, fresh)
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Average each cohort's participants; keep their updates for next round's regrouping."""

@@ -12,7 +12,8 @@ from sklearn.metrics.pairwise import cosine_similarity
 from driftbench.config import require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, cluster_average
-from driftbench.methods.clustering import clusters_in_use, flat_updates
+from driftbench.methods.clustering import flat_updates
+from driftbench.methods.events import clusters_in_use
 
 
 @dataclass(frozen=True)

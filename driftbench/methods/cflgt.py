@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from driftbench.config import require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams
-from driftbench.methods.clustering import record_global_clustering, relabel, remix_models
+from driftbench.methods.clustering import relabel, remix_models
 
 log = logging.getLogger("driftbench")
 AP_MAX_ITER = 1000
@@ -117,5 +117,5 @@ class CFLGT(Method):
         self.models = remix_models(old_models, old_assignment, np.zeros(self.ctx.num_clients, dtype=np.int64))
         trajectories = clients.features(everyone, 0, trajectory)
         self.assignment = affinity_clusters(trajectory_distances(trajectories), self.ctx.seed)
-        record_global_clustering(self.events, self.assignment)
+        self.events.clustering(self.assignment)
         self.models = remix_models(old_models, old_assignment, self.assignment)

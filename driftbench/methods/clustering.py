@@ -1,4 +1,4 @@
-"""Clustering helpers shared by methods: torch distance kernels, k-means with K by silhouette, model-bank remixing, event logging.
+"""Clustering helpers shared by methods: torch distance kernels, k-means with K by silhouette, model-bank remixing.
 
 Distance kernels run in torch on the GPU when one is present; k-means, silhouette and
 hierarchical clustering come from scikit-learn and scipy.
@@ -17,7 +17,6 @@ from driftbench.config import require
 from driftbench.engine.batched import Params
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ProxParams
-from driftbench.methods.events import EventLog
 
 DISTANCES = ("l1", "js", "l2")
 KERNEL_CHUNK = 1024  # rows per distance block; bounds the memory of the Jensen-Shannon kernel
@@ -46,34 +45,6 @@ def unit_vectors(vectors: np.ndarray) -> np.ndarray:
 def relabel(labels: np.ndarray) -> np.ndarray:
     """Labels renumbered 0..K-1 in sorted order."""
     return np.unique(labels, return_inverse=True)[1].astype(np.int64)
-
-
-def clusters_in_use(assignment: np.ndarray) -> int:
-    """Number of distinct clusters that clients are assigned to."""
-    return len(np.unique(assignment))
-
-
-def record_global_clustering(events: EventLog, assignment: np.ndarray) -> None:
-    """Log a ``recluster_global`` event: every client, value = the number of clusters now in use."""
-    events.record("recluster_global", clients=np.arange(len(assignment)), value=clusters_in_use(assignment))
-
-
-def record_changes(events: EventLog, kind: str, clients: np.ndarray, before: np.ndarray, after: np.ndarray) -> None:
-    """Log ``kind`` for those of ``clients`` whose cluster went from ``before`` to a different ``after`` (nothing if none)."""
-    changed = np.asarray(clients)[np.asarray(before) != np.asarray(after)]
-    if len(changed):
-        events.record(kind, clients=changed)
-
-
-def record_regrouping(
-    events: EventLog, kind: str, assignment: np.ndarray, clients: np.ndarray, before: np.ndarray, created: np.ndarray
-) -> None:
-    """Log ``create`` per cluster in ``created`` (value: clusters in use), then ``kind`` for the other changed ``clients``."""
-    after = assignment[clients]
-    for cluster in created:
-        events.record("create", clients=clients[after == cluster], value=clusters_in_use(assignment))
-    kept = ~np.isin(after, created)
-    record_changes(events, kind, clients[kept], before[kept], after[kept])
 
 
 def kernel_device() -> torch.device:

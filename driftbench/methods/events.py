@@ -27,6 +27,11 @@ EVENT_KINDS: dict[str, str] = {
 EVENT_COLUMNS = ("round", "method", "kind", "clients", "value")
 
 
+def clusters_in_use(assignment: np.ndarray) -> int:
+    """Number of distinct clusters that clients are assigned to."""
+    return len(np.unique(assignment))
+
+
 class EventLog:
     """The events a method recorded, each stamped with the current round."""
 
@@ -40,6 +45,24 @@ class EventLog:
             raise ConfigError(f"event kind {kind!r} is not one of {', '.join(EVENT_KINDS)}")
         ids = " ".join(str(int(c)) for c in np.asarray(list(clients)).ravel())
         self.rows.append({"round": self.round, "kind": kind, "clients": ids, "value": None if value is None else float(value)})
+
+    def clustering(self, assignment: np.ndarray) -> None:
+        """Log a ``recluster_global`` event: every client, value = the number of clusters now in use."""
+        self.record("recluster_global", clients=np.arange(len(assignment)), value=clusters_in_use(assignment))
+
+    def changes(self, kind: str, clients: np.ndarray, before: np.ndarray, after: np.ndarray) -> None:
+        """Log ``kind`` for those of ``clients`` whose cluster went from ``before`` to a different ``after`` (nothing if none)."""
+        changed = np.asarray(clients)[np.asarray(before) != np.asarray(after)]
+        if len(changed):
+            self.record(kind, clients=changed)
+
+    def regrouping(self, kind: str, assignment: np.ndarray, clients: np.ndarray, before: np.ndarray, created: np.ndarray) -> None:
+        """Log ``create`` per cluster in ``created`` (value: clusters in use), then ``kind`` for the other changed ``clients``."""
+        after = assignment[clients]
+        for cluster in created:
+            self.record("create", clients=clients[after == cluster], value=clusters_in_use(assignment))
+        kept = ~np.isin(after, created)
+        self.changes(kind, clients[kept], before[kept], after[kept])
 
     def counts(self) -> dict[str, int]:
         """Number of events of each kind (every kind present, zero if never recorded)."""

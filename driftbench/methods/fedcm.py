@@ -29,7 +29,7 @@ from driftbench.methods.base import (
     cluster_average,
     replicate,
 )
-from driftbench.methods.clustering import flat_updates, record_changes, record_global_clustering, unit_vectors
+from driftbench.methods.clustering import flat_updates, unit_vectors
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class FedCM(Method):
             )
             target = migrations(updates, start, self.num_models, self.params.tau)
             self.assignment[result.plan.participants] = target
-            record_changes(self.events, "migrate", result.plan.participants, start, target)
+            self.events.changes("migrate", result.plan.participants, start, target)
             weights = np.where(target == start, weights, 0)
         self.models = cluster_average(self.models, result.params, start, weights)
 
@@ -161,6 +161,6 @@ class FedCM(Method):
         if rnd == self.warmup_rounds - 1:
             graph = similarity_graph(path_similarity(self.paths))
             self.assignment = modularity_local_moves(graph, self.ctx.seed)
-            record_global_clustering(self.events, self.assignment)
+            self.events.clustering(self.assignment)
             self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
             self.paths = None

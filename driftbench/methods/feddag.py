@@ -43,7 +43,6 @@ from driftbench.methods.base import (
     replicate,
     sample_participants,
 )
-from driftbench.methods.clustering import record_global_clustering, record_regrouping
 from driftbench.methods.dual_encoder import complementarity, encoder_halves, owner_masks, top_sources
 from driftbench.methods.feddag_similarity import (
     class_angles,
@@ -211,7 +210,7 @@ class FedDAGSingle(Method):
             labels, self.alpha = optimal_clustering(adjacency, s.threshold_step, s.lam, s.gamma, s.tau)
             self.clusters = self.cluster_models(local, labels, counts.sum(axis=1))
             self.assignment = labels
-            record_global_clustering(self.events, labels)
+            self.events.clustering(labels)
         keep = ~np.isin(self.warming, done)
         self.warming, self.warm_done = self.warming[keep], self.warm_done[keep]
         self.local = {n: p[torch.as_tensor(np.flatnonzero(keep), device=p.device)] for n, p in self.local.items()}
@@ -235,7 +234,7 @@ class FedDAGSingle(Method):
             groups = first_seen_labels(self.assignment[done[members]])
             grown = self.cluster_models({n: p[members] for n, p in local.items()}, groups, sizes[members])
             self.clusters = {n: torch.cat([p, grown[n]]) for n, p in self.clusters.items()}
-        record_regrouping(self.events, "migrate", self.assignment, done, before, np.array(list(fresh.values()), dtype=np.int64))
+        self.events.regrouping("migrate", self.assignment, done, before, np.array(list(fresh.values()), dtype=np.int64))
 
     def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray) -> NamedTensors:
         """Each cluster's model: the sample-weighted mean of its members' warm-up models (training continues from them)."""

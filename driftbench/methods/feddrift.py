@@ -12,7 +12,8 @@ from scipy.spatial.distance import squareform
 from driftbench.config import require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, replicate
-from driftbench.methods.clustering import clusters_in_use, remix_models
+from driftbench.methods.clustering import remix_models
+from driftbench.methods.events import clusters_in_use
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,6 @@ from driftbench.methods.clustering import (
     nearest_center,
     pairwise_distances,
     per_cluster_participants,
-    record_changes,
-    record_global_clustering,
     remix_models,
     unit_vectors,
 )
@@ -102,7 +100,7 @@ class Fielding(Method):
             self.representations = self.represent(clients, np.arange(self.ctx.num_clients))
             self.delta, self.reclustered_before = self.params.c, False
             self.assignment = self.global_clusters()
-            record_global_clustering(self.events, self.assignment)
+            self.events.clustering(self.assignment)
             self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
         elif len(clients.changed):
             self.handle_drift(clients)
@@ -132,11 +130,11 @@ class Fielding(Method):
         """Move the drifted clients, re-cluster everyone if the trigger fires, update Delta; returns whether it re-clustered."""
         changed = np.asarray(clients.changed)
         moved, points, centers = self.adjust(changed, self.represent(clients, changed))
-        record_changes(self.events, "move", changed, self.assignment[changed], moved[changed])
+        self.events.changes("move", changed, self.assignment[changed], moved[changed])
         reclustered = self.needs_reclustering(points, moved, centers)
         if reclustered:
             self.assignment = self.global_clusters()
-            record_global_clustering(self.events, self.assignment)
+            self.events.clustering(self.assignment)
             self.models = remix_models(self.models, moved, self.assignment)
         else:
             self.assignment = moved

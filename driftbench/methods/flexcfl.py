@@ -9,7 +9,7 @@ from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, TrainResult, cluster_average, replicate
-from driftbench.methods.clustering import ClusterCountParams, flat_updates, record_changes, record_global_clustering, unit_vectors
+from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
 
 
 class FlexCFL(Method):
@@ -30,7 +30,7 @@ class FlexCFL(Method):
         if rnd == 0:
             directions = -clients.gradients(np.arange(self.ctx.num_clients), 0)
             self.assignment = decomposed_groups(directions, self.params.k, self.ctx.seed)
-            record_global_clustering(self.events, self.assignment)
+            self.events.clustering(self.assignment)
             k = int(self.assignment.max()) + 1
             self.models = replicate(self.ctx.init_params, k)
             work.charge(directions.size)
@@ -47,7 +47,7 @@ class FlexCFL(Method):
             directions = -clients.gradients(members, int(group))
             work.charge(work.cosine_similarity(len(members), len(self.group_directions), directions.shape[1]))
             self.assignment[members] = cosine_similarity(directions, self.group_directions).argmax(1)
-        record_changes(self.events, "move", changed, before, self.assignment[changed])
+        self.events.changes("move", changed, before, self.assignment[changed])
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Average each group's participants and refresh the group directions from their updates."""

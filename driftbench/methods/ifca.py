@@ -6,7 +6,7 @@ import numpy as np
 
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, sample_participants
-from driftbench.methods.clustering import ClusterCountParams, independent_inits, record_changes
+from driftbench.methods.clustering import ClusterCountParams, independent_inits
 
 
 class IFCA(Method):
@@ -29,7 +29,7 @@ class IFCA(Method):
         losses = clients.losses(participants, np.arange(self.num_models), trains_one=True)
         before = self.assignment[participants]
         self.assignment[participants] = best_models(losses)
-        record_changes(self.events, "assign", participants, before, self.assignment[participants])
+        self.events.changes("assign", participants, before, self.assignment[participants])
         return Plan(participants, self.assignment[participants], mu=self.params.mu)
 
 

@@ -25,7 +25,7 @@ from driftbench.config import require
 from driftbench.engine.batched import Params
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, sample_participants
-from driftbench.methods.clustering import as_kernel_tensor, record_global_clustering, relabel, remix_models
+from driftbench.methods.clustering import as_kernel_tensor, relabel, remix_models
 
 RATIO_STREAM = 21  # RNG stream (with the run seed) of the clients' pruning ratios
 CLUSTER_RANGE = (2, 10)  # K searched by silhouette when ``clusters`` = 0
@@ -283,4 +283,4 @@ class MSCFL(Method):
         labels = structure_clusters(structure_similarity(masks), self.params.clusters)
         self.models = remix_models(self.models, self.assignment, labels)
         self.assignment, self.clustered = labels, True
-        record_global_clustering(self.events, labels)
+        self.events.clustering(labels)

@@ -7,7 +7,6 @@ import torch
 
 from driftbench.errors import RunError
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
-from driftbench.methods.clustering import record_global_clustering, record_regrouping
 
 
 class Oracle(Method):
@@ -29,7 +28,7 @@ class Oracle(Method):
             self.models = {n: torch.cat([m, fresh[n]]) for n, m in self.models.items()}
         before, self.assignment = self.assignment, truth
         if rnd == 0:
-            record_global_clustering(self.events, truth)
+            self.events.clustering(truth)
         else:  # a group first seen now gets a new model
-            record_regrouping(self.events, "move", truth, np.arange(len(truth)), before, np.unique(truth[truth >= known]))
+            self.events.regrouping("move", truth, np.arange(len(truth)), before, np.unique(truth[truth >= known]))
         return self.uniform_plan(rng)

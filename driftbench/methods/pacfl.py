@@ -12,7 +12,7 @@ from sklearn.cluster import AgglomerativeClustering
 from driftbench.config import require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
-from driftbench.methods.clustering import kernel_device, principal_angles, principal_vectors, record_global_clustering
+from driftbench.methods.clustering import kernel_device, principal_angles, principal_vectors
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class PACFL(Method):
             vectors = clients.data(np.arange(n), partial(principal_vectors, p=p))
             angles = principal_angles(torch.as_tensor(vectors, device=kernel_device()).reshape(n, -1, p)).cpu().numpy()
             self.assignment = angle_clusters(angles, self.params.threshold)
-            record_global_clustering(self.events, self.assignment)
+            self.events.clustering(self.assignment)
             self.models = replicate({k: v[0] for k, v in self.models.items()}, int(self.assignment.max()) + 1)
         return self.uniform_plan(rng)
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from driftbench.config import require
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
-from driftbench.methods.clustering import kmeans_by_silhouette, record_global_clustering
+from driftbench.methods.clustering import kmeans_by_silhouette
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,6 @@ class StaticClustering(Method):
             counts = clients.label_histograms(np.arange(self.ctx.num_clients))
             dists = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
             self.assignment = kmeans_by_silhouette(dists, self.params.k_min, self.params.k_max, self.ctx.seed)
-            record_global_clustering(self.events, self.assignment)
+            self.events.clustering(self.assignment)
             self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
         return self.uniform_plan(rng)

@@ -26,9 +26,7 @@ def summarize(
     final = final_accuracy(acc)
     if target is None and method == REFERENCE:
         target = final
-    tta = None
-    if target is not None:
-        tta = time_to_accuracy(rows["round"].to_numpy(), rows["sim_seconds"].to_numpy(), acc, target, final_window(len(acc)))
+    tta = None if target is None else rows_time_to_accuracy(rows, target)
     ari = rows["ari"].dropna()
     return {
         "final_accuracy": final,
@@ -39,6 +37,12 @@ def summarize(
         "ari_rounds": len(ari),
         "n_clusters_final": int(rows["n_clusters"].iloc[-1]),
     }
+
+
+def rows_time_to_accuracy(rows: pd.DataFrame, target: float) -> TimeToAccuracy:
+    """When a run's rounds.csv rows reached ``target`` and stayed, judged on the trailing final-accuracy-window mean."""
+    acc = rows["accuracy_mean"].to_numpy()
+    return time_to_accuracy(rows["round"].to_numpy(), rows["sim_seconds"].to_numpy(), acc, target, final_window(len(acc)))
 
 
 def summary_tta(summary: Summary | None) -> TimeToAccuracy | None:

@@ -23,6 +23,7 @@ from driftbench.engine.evaluate import classifier_name
 from driftbench.engine.models import build_model, forward_flops
 from driftbench.errors import RunError
 from driftbench.methods.base import ClientQueries, RoundTraffic, RunContext, TrainResult
+from driftbench.methods.events import clusters_in_use
 from driftbench.methods.server_work import counting
 from driftbench.record.files import run_dir
 from driftbench.record.metrics import adjusted_rand, has_groups, mean_client_distance
@@ -218,7 +219,7 @@ class Scheduler:
             accuracy_p90=float(np.percentile(acc, 90)),
             drift_event=int(((events > previous) & (events <= rnd)).any()),
             ari=adjusted_rand(truth, self.method.assignment) if has_groups(truth) else float("nan"),
-            n_clusters=int(len(np.unique(self.method.assignment))),
+            n_clusters=clusters_in_use(self.method.assignment),
             cluster_seconds=clock.server_seconds,
             server_wall_seconds=clock.server_wall_seconds,
             upload_bytes=clock.total_upload_bytes,
