@@ -33,10 +33,10 @@ def drifted(losses: np.ndarray, assignment: np.ndarray, previous: np.ndarray, de
     return np.flatnonzero(own > previous + delta)
 
 
-def loss_distance(losses: np.ndarray, assignment: np.ndarray, k: int) -> np.ndarray:
-    """FedDrift's cluster distance: max over the pair of how much worse each cluster's clients do on the other's model."""
+def loss_distance(losses: np.ndarray, assignment: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """FedDrift's distance between non-empty clusters: how much worse either one's clients do on the other's model."""
     work.charge(2 * losses.size)
-    mean = np.stack([losses[assignment == c].mean(0) if (assignment == c).any() else np.full(k, np.inf) for c in range(k)])
+    mean = np.stack([losses[assignment == c][:, clusters].mean(0) for c in clusters])
     own = np.diag(mean)
     worse = mean - own[:, None]
     distance: np.ndarray = np.maximum(worse, worse.T)
@@ -88,12 +88,11 @@ class FedDrift(Method):
 
     def merge(self, losses: np.ndarray) -> None:
         """Merge clusters whose loss distance is below ``delta`` (complete linkage); drop empty ones."""
-        k = self.num_models
         present = np.unique(self.assignment)
         if len(present) < 2:
             self.relabel(present, np.zeros(len(present), dtype=np.int64))
             return
-        distance = loss_distance(losses, self.assignment, k)[np.ix_(present, present)]
+        distance = loss_distance(losses, self.assignment, present)
         distance = np.nan_to_num(np.clip(distance, 0, None), posinf=1e9)
         np.fill_diagonal(distance, 0)
         groups = (

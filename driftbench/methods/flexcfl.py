@@ -43,7 +43,7 @@ class FlexCFL(Method):
         """Move each drifted client to the group whose direction is closest to its own."""
         before = self.assignment[changed]
         for group in np.unique(before):
-            members = changed[self.assignment[changed] == group]
+            members = changed[before == group]
             directions = -clients.gradients(members, int(group))
             work.charge(work.cosine_similarity(len(members), len(self.group_directions), directions.shape[1]))
             self.assignment[members] = cosine_similarity(directions, self.group_directions).argmax(1)

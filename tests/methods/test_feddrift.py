@@ -16,7 +16,7 @@ def test_drift_is_a_loss_increase_above_delta_on_the_own_model():
 
 def test_loss_distance_is_the_worse_direction():
     losses = np.array([[0.1, 0.9], [0.2, 0.7], [1.0, 0.3]])
-    d = loss_distance(losses, np.array([0, 0, 1]), 2)
+    d = loss_distance(losses, np.array([0, 0, 1]), np.array([0, 1]))
     # cluster 0 on model 1: mean 0.8 vs own 0.15 -> 0.65; cluster 1 on model 0: 1.0 vs 0.3 -> 0.7
     assert d[0, 1] == d[1, 0] == pytest.approx(0.7)
 
