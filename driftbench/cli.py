@@ -35,6 +35,7 @@ EPILOG = """examples:
   driftbench leaderboard runs/ --out leaderboard/
   driftbench check runs/ci --reference evaluation/reference/ci.json
   driftbench run --trace openimage-buckets --scale paper --data-root /data/openimage
+  driftbench run --trace openimage-buckets --device cuda --set precision=tf32   TF32 arithmetic (default fp32)
   driftbench run --trace label-swap --resume              continue an interrupted run
   driftbench bench engine --json
   driftbench bench clustering --json
@@ -226,7 +227,11 @@ def parser() -> argparse.ArgumentParser:
     engine.add_argument("--input", type=shape_arg, metavar="CxHxW", help="input shape (default 1x8x8 for mlp, else 3x32x32)")
     engine.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="compute device (default auto)")
     engine.add_argument("--repeats", type=int, default=5, help="interleaved timed rounds of each trainer (default 5)")
-    engine.add_argument("--amp", action="store_true", help="bfloat16 autocast in the engine's forward passes (for CUDA)")
+    engine.add_argument(
+        "--precision",
+        default="fp32",
+        help="fp32 (TF32 off), tf32 (TF32 tensor cores, CUDA) or bf16 (bfloat16 autocast of forward passes); default fp32",
+    )
     engine.add_argument("--compile", action="store_true", help="torch.compile the engine's forward pass (eager fallback)")
     engine.add_argument("--json", action="store_true", help="print one JSON object")
     engine.set_defaults(func=cmd_bench_engine)
@@ -503,7 +508,7 @@ def cmd_bench_engine(args: argparse.Namespace) -> int:
     from driftbench.bench.engine import EngineBench, format_engine_bench, run_engine_bench
 
     bench = EngineBench(
-        args.model, args.clients, args.steps, args.batch, args.device, args.repeats, args.input, args.amp, args.compile
+        args.model, args.clients, args.steps, args.batch, args.device, args.repeats, args.input, args.precision, args.compile
     )
     result = run_engine_bench(bench)
     print(json.dumps(result) if args.json else format_engine_bench(result))

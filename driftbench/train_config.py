@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from driftbench.config import lookup, require
 from driftbench.engine.models import MODELS
+from driftbench.engine.precision import PRECISIONS
 
 DTYPES = ("float32", "float64")
 
@@ -23,6 +24,7 @@ class TrainConfig:
     participants: int = 20
     eval_every: int = 1
     dtype: str = "float32"
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         lookup(MODELS, self.model, "model")
@@ -34,3 +36,8 @@ class TrainConfig:
         require(self.participants >= 1, f"participants must be >= 1, got {self.participants}")
         require(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
         require(self.dtype in DTYPES, f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        require(self.precision in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        require(
+            self.precision == "fp32" or self.dtype == "float32",
+            f"precision {self.precision!r} applies to float32 models; dtype {self.dtype!r} needs precision 'fp32'",
+        )

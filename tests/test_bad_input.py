@@ -69,6 +69,11 @@ def fails(args, capsys, code=2):
         ),
         (["run", "--trace", "label-swap", "--checkpoint-every", "-1"], "--checkpoint-every must be >= 0"),
         (["run", "--trace", "label-swap", "--method", "fedprox", "--set", "method.mu=-1"], "mu must be >= 0, got -1.0"),
+        (["run", "--trace", "label-swap", "--set", "precision=fp16"], "precision must be one of fp32, tf32, bf16, got 'fp16'"),
+        (
+            ["run", "--trace", "label-swap", "--set", "train.dtype=float64", "--set", "precision=bf16"],
+            "precision 'bf16' applies to float32 models; dtype 'float64' needs precision 'fp32'",
+        ),
     ],
 )
 def test_unknown_names_keys_types_and_ranges(args, message, capsys, tmp_path):

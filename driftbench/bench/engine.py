@@ -16,6 +16,7 @@ from driftbench.engine.batched import default_chunk_size
 from driftbench.engine.clock import PASSES_PER_TRAINING_SAMPLE
 from driftbench.engine.device_data import resolve_device
 from driftbench.engine.models import MODELS, forward_flops
+from driftbench.engine.precision import PRECISIONS, float32_math
 
 INPUT_SHAPES = {"mlp": (1, 8, 8)}  # the 8x8 digits; every other model gets 3x32x32 images
 MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}
@@ -32,7 +33,7 @@ class EngineBench:
     device: str = "auto"
     repeats: int = 5
     input_shape: tuple[int, int, int] | None = None
-    amp: bool = False
+    precision: str = "fp32"
     compile: bool = False
 
     def __post_init__(self) -> None:
@@ -43,6 +44,7 @@ class EngineBench:
             self.input_shape is None or (len(self.input_shape) == 3 and min(self.input_shape) >= 1),
             f"--input must be three positive sizes CxHxW, got {self.input_shape}",
         )
+        require(self.precision in PRECISIONS, f"--precision {self.precision!r}: allowed: {', '.join(PRECISIONS)}")
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -54,7 +56,14 @@ def run_engine_bench(bench: EngineBench) -> dict[str, Any]:
     """Time both trainers interleaved after a warm-up; seconds per round, speed-up, throughput and GFLOP/s."""
     device = resolve_device(bench.device)
     workload = Workload(
-        bench.model, bench.shape, bench.clients, bench.steps, bench.batch, str(device), amp=bench.amp, compile=bench.compile
+        bench.model,
+        bench.shape,
+        bench.clients,
+        bench.steps,
+        bench.batch,
+        str(device),
+        precision=bench.precision,
+        compile=bench.compile,
     )
     workload.batched(), workload.sequential()  # warm-up (and compilation, when asked for)
     batched, sequential = [], []
@@ -62,7 +71,8 @@ def run_engine_bench(bench: EngineBench) -> dict[str, Any]:
         batched.append(seconds(workload.batched))
         sequential.append(seconds(workload.sequential))
     flops = PASSES_PER_TRAINING_SAMPLE * forward_flops(workload.model, bench.shape) * workload.samples
-    peak = matmul_peak_gflops(device, torch.bfloat16 if bench.amp else torch.float32)
+    with float32_math(bench.precision):
+        peak = matmul_peak_gflops(device, torch.bfloat16 if bench.precision == "bf16" else torch.float32)
     median = statistics.median(batched)
     return {
         **{k: v for k, v in asdict(bench).items() if k not in ("input_shape", "device")},

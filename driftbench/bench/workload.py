@@ -9,6 +9,7 @@ from driftbench.data.pool import Pool
 from driftbench.engine.batched import BatchedTrainer, TrainOutput, default_chunk_size
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
 from driftbench.engine.models import build_model
+from driftbench.engine.precision import float32_math
 from driftbench.engine.reference import train_sequential
 from driftbench.train_config import TrainConfig
 
@@ -30,7 +31,7 @@ class Workload:
         num_classes: int = 10,
         samples_per_client: int = 500,
         seed: int = 0,
-        amp: bool = False,
+        precision: str = "fp32",
         compile: bool = False,
     ) -> None:
         rng = np.random.default_rng(seed)
@@ -41,7 +42,9 @@ class Workload:
         self.device = torch.device(device)
         self.model = build_model(model, input_shape, num_classes, seed, torch.float32).to(self.device)
         self.data = DevicePool(pool, self.device, torch.float32)
-        self.cfg = TrainConfig(model=model, lr=0.01, momentum=0.9, batch_size=batch, local_steps=steps, participants=clients)
+        self.cfg = TrainConfig(
+            model=model, lr=0.01, momentum=0.9, batch_size=batch, local_steps=steps, participants=clients, precision=precision
+        )
         windows = [np.arange(k * samples_per_client, (k + 1) * samples_per_client) for k in range(clients)]
         self.work = LocalWork(
             clients=np.arange(clients),
@@ -51,9 +54,7 @@ class Workload:
             rotations=np.zeros(clients, dtype=np.int64),
         )
         self.start = {n: p.detach().unsqueeze(0).repeat(clients, *([1] * p.dim())) for n, p in self.model.named_parameters()}
-        self.trainer = BatchedTrainer(
-            self.model, self.data, default_chunk_size(self.model, self.device), amp=amp, compile=compile
-        )
+        self.trainer = BatchedTrainer(self.model, self.data, default_chunk_size(self.model, self.device), precision, compile)
 
     @property
     def samples(self) -> int:
@@ -67,8 +68,9 @@ class Workload:
         return out
 
     def sequential(self) -> TrainOutput:
-        """The same round on the plain sequential loop."""
-        out = train_sequential(self.model, self.data, self.start, self.work, self.cfg)
+        """The same round on the plain sequential loop (in the same float32 arithmetic; it has no autocast)."""
+        with float32_math(self.cfg.precision):
+            out = train_sequential(self.model, self.data, self.start, self.work, self.cfg)
         self._sync()
         return out
 

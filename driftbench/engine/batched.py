@@ -15,6 +15,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from driftbench.engine.device_data import DevicePool, LocalWork, Transforms
+from driftbench.engine.precision import autocast, float32_math
 from driftbench.train_config import TrainConfig
 
 Params = dict[str, torch.Tensor]
@@ -69,15 +70,20 @@ class BatchedTrainer:
     trains a persistent working copy of the model with ordinary autograd (channels-last for
     conv nets on CPU), so it pays no functorch overhead; larger chunks train views into the
     stacked parameters with ``vmap(grad(...))``. Both apply the same in-place SGD update.
-    ``amp`` runs forward passes under bfloat16 autocast (meant for CUDA; the parameters
-    and the update stay in full precision). ``compile`` wraps the forward pass in
+    ``precision`` is the arithmetic (``driftbench.engine.precision``: fp32, tf32 or bf16
+    autocast of the forward passes; parameters and updates stay float32). ``compile`` wraps the forward pass in
     ``torch.compile`` and falls back to eager mode, with a warning, if compiling fails.
     """
 
     def __init__(
-        self, model: nn.Module, data: DevicePool, chunk_size: int | None = None, amp: bool = False, compile: bool = False
+        self,
+        model: nn.Module,
+        data: DevicePool,
+        chunk_size: int | None = None,
+        precision: str = "fp32",
+        compile: bool = False,
     ) -> None:
-        self.model, self.data, self.chunk_size, self.amp = model, data, chunk_size, amp
+        self.model, self.data, self.chunk_size, self.precision = model, data, chunk_size, precision
         self.names = [n for n, _ in model.named_parameters()]
         self.vmapped: Callable[..., tuple[Params, torch.Tensor]] = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0))
         if chunk_size == 1:  # a working copy of the model, its parameters and momentum buffers, reused for every client
@@ -91,15 +97,15 @@ class BatchedTrainer:
             self.vmapped = _compiled(self.vmapped)
 
     def _loss(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        with torch.autocast(self.data.device.type, dtype=torch.bfloat16, enabled=self.amp):
+        with autocast(self.precision, self.data.device):
             logits = functional_call(self.model, params, (x,))
-        loss = F.cross_entropy(logits.float() if self.amp else logits, y)
+        loss = F.cross_entropy(logits.float() if self.precision == "bf16" else logits, y)
         return loss, loss.detach()
 
     def _local_grads(self, live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
-        with torch.autocast(self.data.device.type, dtype=torch.bfloat16, enabled=self.amp):
+        with autocast(self.precision, self.data.device):
             logits = self.forward(x[0])
-        loss = F.cross_entropy(logits.float() if self.amp else logits, y[0])
+        loss = F.cross_entropy(logits.float() if self.precision == "bf16" else logits, y[0])
         return list(torch.autograd.grad(loss, live)), loss.detach().unsqueeze(0)
 
     def _vmapped_grads(
@@ -131,22 +137,23 @@ class BatchedTrainer:
         loss_sum = torch.zeros(k_total, dtype=params[self.names[0]].dtype, device=device)
         path = {n: params[n].new_zeros((k_total, s_total, *params[n].shape[1:])) for n in record}
         size = self.chunk_size or max(k_total, 1)
-        for lo in range(0, k_total, size):
-            rows = slice(lo, min(lo + size, k_total))
-            transforms = self.data.transforms(maps[rows], work.rotations[rows])
-            if self.chunk_size == 1:
-                self._train_local(lo, params, start, masks, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum, path)
-            else:
-                chunk = _Chunk(
-                    [params[n][rows] for n in self.names],
-                    [start[n][rows] for n in self.names],
-                    [torch.zeros_like(params[n][rows]) for n in self.names] if cfg.momentum else [],
-                    [masks[n][rows] if n in masks else None for n in self.names],
-                )
-                recorded = {self.names.index(n): path[n][rows] for n in record}
-                self._steps(
-                    chunk, self._vmapped_grads, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded
-                )
+        with float32_math(self.precision):
+            for lo in range(0, k_total, size):
+                rows = slice(lo, min(lo + size, k_total))
+                transforms = self.data.transforms(maps[rows], work.rotations[rows])
+                if self.chunk_size == 1:
+                    self._train_local(lo, params, start, masks, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum, path)
+                else:
+                    chunk = _Chunk(
+                        [params[n][rows] for n in self.names],
+                        [start[n][rows] for n in self.names],
+                        [torch.zeros_like(params[n][rows]) for n in self.names] if cfg.momentum else [],
+                        [masks[n][rows] if n in masks else None for n in self.names],
+                    )
+                    recorded = {self.names.index(n): path[n][rows] for n in record}
+                    self._steps(
+                        chunk, self._vmapped_grads, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded
+                    )
         return TrainOutput(params, loss_sum / torch.as_tensor(np.maximum(work.steps, 1), device=device), path)
 
     def _train_local(

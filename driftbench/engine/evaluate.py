@@ -128,7 +128,8 @@ def client_outputs(
             labels.append(y[:, 0])
     finally:
         hook.remove()
-    features, probs_all, labels_all = torch.cat(captured), torch.cat(probs), torch.cat(labels)
+    dtype = next(iter(params.values())).dtype  # bfloat16 autocast leaves the features in bfloat16
+    features, probs_all, labels_all = torch.cat(captured).to(dtype), torch.cat(probs).to(dtype), torch.cat(labels)
     bounds = np.concatenate([[0], np.cumsum(lengths)])
     return np.stack(
         [as_numpy(summarize(features[a:b], probs_all[a:b], labels_all[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]

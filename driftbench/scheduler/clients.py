@@ -7,6 +7,8 @@ through ``ClientQueries``, which counts every answer.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+
 import numpy as np
 import torch
 
@@ -20,6 +22,7 @@ from driftbench.engine.evaluate import (
     client_outputs,
     per_client_mean,
 )
+from driftbench.engine.precision import evaluation
 from driftbench.methods.base import Method
 from driftbench.traces.model import ClientStream
 from driftbench.train_config import TrainConfig
@@ -74,7 +77,8 @@ class RoundClients:
     def accuracy(self, assignment: np.ndarray) -> np.ndarray:
         """Every client's test accuracy with its assigned bank model."""
         tests = self.views(np.arange(len(self.segments)), test=True)
-        return per_client_mean(self.model, self.data, self.bank(), assignment, *tests, "accuracy")
+        with self.precision():
+            return per_client_mean(self.model, self.data, self.bank(), assignment, *tests, "accuracy")
 
     def label_histograms(self, clients: np.ndarray) -> np.ndarray:
         """Label counts of the clients' current train windows after their label maps."""
@@ -85,23 +89,30 @@ class RoundClients:
     def losses(self, clients: np.ndarray, models: np.ndarray) -> np.ndarray:
         """Mean train-window loss of each bank model in ``models`` on each client."""
         windows, maps, rotations = self.views(clients)
-        columns = [
-            per_client_mean(self.model, self.data, self.bank(), np.full(len(clients), m), windows, maps, rotations, "loss")
-            for m in models
-        ]
+        with self.precision():
+            columns = [
+                per_client_mean(self.model, self.data, self.bank(), np.full(len(clients), m), windows, maps, rotations, "loss")
+                for m in models
+            ]
         return np.stack(columns, axis=1) if columns else np.zeros((len(clients), 0))
 
     def gradients(self, clients: np.ndarray, model: int) -> np.ndarray:
         """Flattened gradients of the clients' mean train-window loss at bank model ``model``."""
-        return client_gradients(self.model, self.data, self._model(model), *self.views(clients)).cpu().numpy()
+        with self.precision():
+            return client_gradients(self.model, self.data, self._model(model), *self.views(clients)).cpu().numpy()
 
     def outputs(self, clients: np.ndarray, model: int, summarize: OutputSummary) -> np.ndarray:
         """Stacked ``summarize(features, probs, labels)`` of each client's window under bank model ``model``."""
-        return client_outputs(self.model, self.data, self._model(model), *self.views(clients), summarize)
+        with self.precision():
+            return client_outputs(self.model, self.data, self._model(model), *self.views(clients), summarize)
 
     def inputs(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
         """Stacked ``summarize(inputs, labels)`` of each client's window."""
         return client_inputs(self.data, *self.views(clients), summarize)
+
+    def precision(self) -> AbstractContextManager[None]:
+        """The run's arithmetic precision for a pass that evaluates a bank model."""
+        return evaluation(self.train.precision, self.data.device)
 
     def _model(self, index: int) -> Params:
         return {n: p[index] for n, p in self.bank().items()}

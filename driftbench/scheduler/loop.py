@@ -85,7 +85,7 @@ class Scheduler:
             self.device
         )
         self.data = DevicePool(spec.pool, self.device, dtype)
-        self.trainer = BatchedTrainer(self.model, self.data, default_chunk_size(self.model, self.device))
+        self.trainer = BatchedTrainer(self.model, self.data, default_chunk_size(self.model, self.device), self.train.precision)
         init = {n: p.detach().clone() for n, p in self.model.named_parameters()}
         self.ctx = RunContext(
             self.trace.num_clients, self.trace.num_classes, init, self.train, spec.seed, classifier_name(self.model)

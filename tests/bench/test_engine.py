@@ -43,6 +43,7 @@ def test_bench_engine_text_for_a_conv_net(capsys):
     [
         (["--clients", "0"], "--clients must be >= 1, got 0"),
         (["--model", "vgg"], "--model 'vgg': allowed:"),
+        (["--precision", "fp16"], "--precision 'fp16': allowed: fp32, tf32, bf16"),
     ],
 )
 def test_bench_engine_rejects_bad_settings(args, message, capsys):
@@ -86,7 +87,7 @@ def update_cosine(trained, reference, start):
 def test_bfloat16_autocast_trains_like_full_precision(model_name, shape, chunk):
     model, data, start, work, cfg = small_round(model_name, shape)
     full = BatchedTrainer(model, data, chunk).train(start, work, cfg)
-    mixed = BatchedTrainer(model, data, chunk, amp=True).train(start, work, cfg)
+    mixed = BatchedTrainer(model, data, chunk, precision="bf16").train(start, work, cfg)
     first = next(iter(start))
     assert not torch.equal(mixed.params[first], full.params[first])  # autocast was in force
     assert update_cosine(mixed.params, full.params, start) > 0.98
@@ -118,7 +119,7 @@ def test_cuda_engine_matches_cpu_and_bfloat16_holds(model_name, shape):
     cpu = BatchedTrainer(build_model(model_name, shape, 5, 0, torch.float32), cpu_data, 1).train(start, work, cfg)
     on_gpu = {n: p.cuda() for n, p in start.items()}
     full = BatchedTrainer(model, data).train(on_gpu, work, cfg)
-    mixed = BatchedTrainer(model, data, amp=True).train(on_gpu, work, cfg)
+    mixed = BatchedTrainer(model, data, precision="bf16").train(on_gpu, work, cfg)
     for name in start:
         torch.testing.assert_close(full.params[name].cpu(), cpu.params[name], rtol=1e-3, atol=1e-4)
     assert update_cosine({n: p.cpu() for n, p in mixed.params.items()}, cpu.params, start) > 0.98
