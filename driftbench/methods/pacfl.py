@@ -44,7 +44,8 @@ class PACFL(Method):
         if rnd == 0:
             n, p = self.ctx.num_clients, self.params.p
             vectors = clients.data(np.arange(n), partial(principal_vectors, p=p))
-            angles = principal_angles(torch.as_tensor(vectors, device=kernel_device()).reshape(n, -1, p)).cpu().numpy()
+            stacked = torch.as_tensor(vectors, device=kernel_device(vectors.size)).reshape(n, -1, p)
+            angles = principal_angles(stacked).cpu().numpy()
             self.assignment = angle_clusters(angles, self.params.threshold)
             self.events.clustering(self.assignment)
             self.models = replicate({k: v[0] for k, v in self.models.items()}, int(self.assignment.max()) + 1)

@@ -14,4 +14,5 @@ def test_bench_clustering_json_has_each_step_with_paper_figure_and_ratio(capsys)
     assert results["kmeans"]["paper_seconds"] == 477.8 and results["global_reclustering"]["paper_seconds"] == 15.6
     for r in results.values():
         assert r["seconds"] > 0 and r["paper_over_ours"] == r["paper_seconds"] / r["seconds"]
+        assert r["device"] == "cpu"  # small kernels stay on the CPU, with or without a GPU
     assert 2 <= report["clusters_found"] <= 10 and report["sizes"]["clients"] == 300

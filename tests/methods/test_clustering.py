@@ -7,9 +7,12 @@ from scipy.spatial.distance import cdist, jensenshannon
 from sklearn.metrics import adjusted_rand_score
 
 from driftbench.methods.clustering import (
+    GPU_MIN_ENTRIES,
     SEEDING_SAMPLE,
     any_cluster_wider_than,
+    as_kernel_tensor,
     independent_inits,
+    kernel_device,
     kmeans,
     lloyd,
     pairwise_distances,
@@ -84,3 +87,12 @@ def test_lloyd_moves_centers_to_member_means():
     points = torch.tensor([[0.0, 0.0], [0.0, 2.0], [10.0, 0.0], [10.0, 2.0]])
     labels = lloyd(points, torch.tensor([[1.0, 1.0], [9.0, 9.0]]))
     assert labels.tolist() == [0, 0, 1, 1]
+
+
+def test_kernels_go_to_the_gpu_only_when_their_input_is_large(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert kernel_device(GPU_MIN_ENTRIES - 1).type == "cpu" and kernel_device(GPU_MIN_ENTRIES).type == "cuda"
+    assert as_kernel_tensor(np.ones((5078, 100))).device.type == "cpu"  # FIELDING's paper-scale label distributions
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert kernel_device(GPU_MIN_ENTRIES).type == "cpu"
+    assert as_kernel_tensor(np.ones((2, 3)), torch.device("cpu")).dtype == torch.float32
