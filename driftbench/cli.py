@@ -8,7 +8,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from driftbench.config import parse_sets, require
 from driftbench.errors import ConfigError, DriftbenchError
@@ -57,9 +57,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, naming the command and where its help is, with exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: PROG: MESSAGE`` and exit 2 (argparse would print the usage lines first)."""
+        self.exit(2, f"error: {self.prog}: {message} (see '{self.prog} --help')\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    """The argument parser with its subcommands."""
-    top = argparse.ArgumentParser(
+    """The argument parser with its subcommands (each subcommand's parser is a ``Parser`` too)."""
+    top = Parser(
         prog="driftbench",
         description="Benchmark clustered federated learning methods under data drift.",
         epilog=EPILOG,

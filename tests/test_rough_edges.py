@@ -108,3 +108,18 @@ def test_list_names_its_argument():
     assert "driftbench list [-h] KIND" in usage and "what" not in usage
     bad = subprocess.run([sys.executable, "-m", "driftbench.cli", "list", "things"], capture_output=True, text=True)
     assert bad.returncode == 2 and "argument KIND: invalid choice: 'things'" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["sweep", "--seeds", "-1"], "error: driftbench sweep: argument --seeds: '-1': expected comma-separated integers >= 0"),
+        (["run"], "error: driftbench run: the following arguments are required: --trace (see 'driftbench run --help')"),
+        (["bench", "engine", "--input", "3x32"], "error: driftbench bench engine: argument --input: '3x32': expected CxHxW"),
+    ],
+)
+def test_usage_errors_are_one_line_with_exit_2(args, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and err.startswith(message), err
