@@ -241,6 +241,12 @@ def parser() -> argparse.ArgumentParser:
         help="fp32 (TF32 off), tf32 (TF32 tensor cores, CUDA) or bf16 (bfloat16 autocast of forward passes); default fp32",
     )
     engine.add_argument("--compile", action="store_true", help="torch.compile the engine's forward pass (eager fallback)")
+    engine.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="also profile one batched round: DIR/profile.txt (operators by own time) and DIR/trace.json (timeline)",
+    )
     engine.add_argument("--json", action="store_true", help="print one JSON object")
     engine.set_defaults(func=cmd_bench_engine)
     clustering = bench.add_parser(
@@ -518,7 +524,7 @@ def cmd_bench_engine(args: argparse.Namespace) -> int:
     bench = EngineBench(
         args.model, args.clients, args.steps, args.batch, args.device, args.repeats, args.input, args.precision, args.compile
     )
-    result = run_engine_bench(bench)
+    result = run_engine_bench(bench, args.profile)
     print(json.dumps(result) if args.json else format_engine_bench(result))
     return 0
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
+from driftbench.atomic import atomic_write
 from driftbench.bench.workload import Workload
 from driftbench.config import require
 from driftbench.engine.batched import default_chunk_size
@@ -52,8 +56,12 @@ class EngineBench:
         return self.input_shape or INPUT_SHAPES.get(self.model, (3, 32, 32))
 
 
-def run_engine_bench(bench: EngineBench) -> dict[str, Any]:
-    """Time both trainers interleaved after a warm-up; seconds per round, speed-up, throughput and GFLOP/s."""
+def run_engine_bench(bench: EngineBench, profile: Path | None = None) -> dict[str, Any]:
+    """Time both trainers interleaved after a warm-up; seconds per round, speed-up, throughput and GFLOP/s.
+
+    With ``profile`` (a folder), one more batched round runs under the torch profiler
+    (``profile_round``) and the report names the files it wrote.
+    """
     device = resolve_device(bench.device)
     workload = Workload(
         bench.model,
@@ -74,6 +82,7 @@ def run_engine_bench(bench: EngineBench) -> dict[str, Any]:
     with float32_math(bench.precision):
         peak = matmul_peak_gflops(device, torch.bfloat16 if bench.precision == "bf16" else torch.float32)
     median = statistics.median(batched)
+    profiled = {"profile": [str(p) for p in profile_round(workload, profile)]} if profile is not None else {}
     return {
         **{k: v for k, v in asdict(bench).items() if k not in ("input_shape", "device")},
         "input_shape": list(bench.shape),
@@ -89,7 +98,28 @@ def run_engine_bench(bench: EngineBench) -> dict[str, Any]:
         "matmul_peak_gflops_per_second": peak,
         "peak_fraction": flops / median / 1e9 / peak,
         "torch_version": torch.__version__,
+        **profiled,
     }
+
+
+def profile_round(workload: Workload, folder: Path, rows: int = 30) -> tuple[Path, Path]:
+    """One batched round under the torch profiler (and CUDA's, on a GPU): its operator table and a Chrome trace in ``folder``.
+
+    The table (``profile.txt``) sorts operators by their own device time, which shows whether the
+    step is launch-bound (many short kernels) or compute-bound; open ``trace.json`` in
+    chrome://tracing or Perfetto for the timeline.
+    """
+    os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # the profiler library's own start-up messages stay off the terminal
+    cuda = workload.device.type == "cuda"
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    with profile(activities=activities) as prof:
+        workload.batched()
+    table = prof.key_averages().table(sort_by="self_cuda_time_total" if cuda else "self_cpu_time_total", row_limit=rows)
+    folder.mkdir(parents=True, exist_ok=True)
+    text, trace = folder / "profile.txt", folder / "trace.json"
+    atomic_write(text, lambda fh: fh.write(table.encode()))
+    prof.export_chrome_trace(str(trace))
+    return text, trace
 
 
 def seconds(fn: Callable[[], object]) -> float:
@@ -130,5 +160,6 @@ def format_engine_bench(result: dict[str, Any]) -> str:
             f"speedup_vs_sequential  {result['speedup_vs_sequential']:.2f}x (median of per-repeat ratios)",
             f"batched compute  {result['gflops_per_second']:.1f} GFLOP/s = {result['peak_fraction']:.1%} of a "
             f"{result['matmul_peak_gflops_per_second']:.1f} GFLOP/s matrix multiply in this process",
+            *([f"profile of one batched round: {', '.join(result['profile'])}"] if "profile" in result else []),
         ]
     )

@@ -31,6 +31,15 @@ def test_bench_engine_json_reports_both_trainers(capsys):
     assert result["peak_fraction"] == pytest.approx(result["gflops_per_second"] / result["matmul_peak_gflops_per_second"])
 
 
+def test_bench_engine_profiles_one_round_into_a_table_and_a_trace(tmp_path, capsys):
+    assert main(["bench", "engine", "--model", "mlp", *TINY, "--profile", str(tmp_path / "prof")]) == 0
+    out = capsys.readouterr().out
+    table, trace = tmp_path / "prof/profile.txt", tmp_path / "prof/trace.json"
+    assert f"profile of one batched round: {table}, {trace}" in out
+    assert "Self CPU" in table.read_text() and "aten::" in table.read_text()
+    assert json.loads(trace.read_text())["traceEvents"]
+
+
 def test_bench_engine_text_for_a_conv_net(capsys):
     assert main(["bench", "engine", "--model", "lenet5", "--input", "1x12x12", *TINY]) == 0
     out = capsys.readouterr().out
