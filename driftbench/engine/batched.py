@@ -71,8 +71,9 @@ class BatchedTrainer:
     conv nets on CPU), so it pays no functorch overhead; larger chunks train views into the
     stacked parameters with ``vmap(grad(...))``. Both apply the same in-place SGD update.
     ``precision`` is the arithmetic (``driftbench.engine.precision``: fp32, tf32 or bf16
-    autocast of the forward passes; parameters and updates stay float32). ``compile`` wraps the forward pass in
-    ``torch.compile`` and falls back to eager mode, with a warning, if compiling fails.
+    autocast of the forward passes; parameters and updates stay float32). ``compile`` wraps
+    the forward pass in ``torch.compile`` and falls back to eager mode, with a warning, if
+    compiling fails.
     """
 
     def __init__(
