@@ -262,12 +262,12 @@ def principal_vectors(inputs: torch.Tensor, labels: torch.Tensor, p: int) -> np.
     return u.reshape(-1).cpu().numpy()
 
 
-def principal_angles(bases: torch.Tensor) -> torch.Tensor:
-    """Mean principal angle in degrees between every pair of subspaces (bases: n x D x p, orthonormal columns)."""
+def smallest_principal_angles(bases: torch.Tensor) -> torch.Tensor:
+    """Smallest principal angle in degrees between every pair of subspaces (bases: n x D x p, orthonormal columns)."""
     n, dim, p = bases.shape
     work.charge(n * n * (work.matmul(p, dim, p) + work.svd(p, p)))
     rows = []
     for i in range(0, len(bases), ANGLE_CHUNK):
-        cosines = torch.linalg.svdvals(torch.einsum("adp,bdq->abpq", bases[i : i + ANGLE_CHUNK], bases))
-        rows.append(torch.rad2deg(torch.arccos(cosines.clamp(-1, 1))).mean(-1))
+        largest = torch.linalg.svdvals(torch.einsum("adp,bdq->abpq", bases[i : i + ANGLE_CHUNK], bases))[..., 0]
+        rows.append(torch.rad2deg(torch.arccos(largest.clamp(-1, 1))))
     return torch.cat(rows)

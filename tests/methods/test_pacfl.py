@@ -7,7 +7,7 @@ from scipy.linalg import subspace_angles
 
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
-from driftbench.methods.clustering import principal_angles
+from driftbench.methods.clustering import smallest_principal_angles
 from driftbench.methods.pacfl import angle_clusters
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
@@ -15,7 +15,7 @@ from tests.methods.fakes import ScriptedClients, context, events, queries
 def test_identical_subspaces_are_0_and_orthogonal_ones_90_degrees():
     eye = torch.eye(6, dtype=torch.float64)
     bases = torch.stack([eye[:, :2], eye[:, [1, 0]], eye[:, 2:4]])
-    angles = principal_angles(bases).numpy()
+    angles = smallest_principal_angles(bases).numpy()
     assert angles[0, 1] == pytest.approx(0, abs=1e-5) and angles[0, 0] == pytest.approx(0, abs=1e-5)
     assert angles[0, 2] == pytest.approx(90) and angles[2, 1] == pytest.approx(90)
 
@@ -23,8 +23,8 @@ def test_identical_subspaces_are_0_and_orthogonal_ones_90_degrees():
 def test_angles_match_scipy_on_random_subspaces():
     rng = np.random.default_rng(0)
     bases = np.stack([np.linalg.qr(rng.normal(size=(8, 3)))[0] for _ in range(4)])
-    ours = principal_angles(torch.as_tensor(bases)).numpy()
-    expected = [[np.degrees(subspace_angles(a, b)).mean() for b in bases] for a in bases]
+    ours = smallest_principal_angles(torch.as_tensor(bases)).numpy()
+    expected = [[np.degrees(subspace_angles(a, b)).min() for b in bases] for a in bases]
     np.testing.assert_allclose(ours, expected, atol=1e-4)
 
 
