@@ -298,6 +298,8 @@ def test_a_diagnosis_is_shown_where_a_claim_does_not_reproduce_and_checked_when_
         one_claim(tmp_path, '["a", "b"]', "a > b", extra='[claims.diagnosis]\nkind = "looks fine"\nevidence = "x"\n')
     with pytest.raises(ConfigError, match="diagnosis: evidence"):
         one_claim(tmp_path, '["a", "b"]', "a > b", extra='[claims.diagnosis]\nkind = "fixed"\nevidence = " "\n')
+    fixed = one_claim(tmp_path, '["a", "b"]', "a > b", extra='[claims.diagnosis]\nkind = "fixed"\nevidence = "the bug"\n')
+    assert row(evaluate(fixed, seeds(a=[0.7, 0.71, 0.72], b=[0.6, 0.6, 0.6])))["diagnosis"] == "fixed: the bug"
 
 
 def test_figure6_claims_set_fielding_with_a_flower_strategy_against_that_strategy_alone(tmp_path, monkeypatch):

@@ -29,10 +29,10 @@ NO_DIAGNOSIS = "none yet: not reproduced here, cause not established"
 
 
 def row(result: ClaimResult) -> dict[str, str]:
-    """A claim's report row (``COLUMNS``); a claim that reproduced needs no diagnosis."""
+    """A claim's report row (``COLUMNS``); a claim that reproduced shows only a diagnosis of kind ``fixed``."""
     c = result.claim
     if result.verdict == REPRODUCED:
-        diagnosis = "-"
+        diagnosis = str(c.diagnosis) if c.diagnosis and c.diagnosis.kind == "fixed" else "-"
     else:
         diagnosis = str(c.diagnosis) if c.diagnosis else NO_DIAGNOSIS
     cells = [c.title, c.id, c.where, c.text, c.paper_figure, result.figure, result.verdict, result.reason, diagnosis]
