@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from html import escape
 
 import numpy as np
@@ -14,9 +15,16 @@ import pandas as pd
 import pytest
 
 from driftbench.cli import main
-from driftbench.evaluation.leaderboard import GLOSSARY, HEADERS, write_leaderboard
+from driftbench.evaluation.leaderboard import (
+    GLOSSARY,
+    HEADERS,
+    reached_at_first_evaluation,
+    reached_text,
+    write_leaderboard,
+)
 from driftbench.evaluation.plots import CAPTIONS
 from driftbench.record.metrics import speedup
+from driftbench.record.runs import find_runs
 from driftbench.record.schema import read_summary
 from driftbench.record.summarize import summary_tta
 from driftbench.runner import Execution, Request, plan_jobs, run_here
@@ -86,6 +94,29 @@ def test_rows_rank_methods_by_mean_accuracy_over_seeds(runs, board):
     oracle = table.set_index("method").loc["oracle"]
     assert bool(oracle["oracle"]) and oracle["seeds"] == 1 and oracle["runs"] == "1 ok, 1 incomplete"
     assert oracle["ari_mean"] == pytest.approx(1.0)
+
+
+def test_reached_counts_the_seeds_that_reached_the_target_at_their_first_evaluation(runs, board):
+    """A run holding the target from its first evaluation has a speed-up bounded by the evaluation grid: it is counted."""
+    table = pd.read_csv(board / "leaderboard.csv").set_index("method")
+    for method, seeds in (("fedavg", (0, 1)), ("static", (0, 1)), ("oracle", (0,))):
+        first = 0
+        for seed in seeds:
+            tta = summary(runs, method, seed).time_to_accuracy
+            rounds = pd.read_csv(runs / "label-swap" / method / f"seed{seed}/rounds.csv")
+            first += bool(tta is not None and tta.reached and tta.rounds == rounds["round"].iloc[0])
+        assert table.loc[method, "tta_first_evaluation"] == first
+    markdown = (board / "leaderboard.md").read_text()
+    assert ("at 1st eval" in markdown) == bool(table["tta_first_evaluation"].sum())
+    record = next(r for r in find_runs(runs) if (r.method, r.seed) == ("fedavg", 0))
+    first = int(record.rounds()["round"].iloc[0])
+    for rounds, outcome, expected in ((first, "reached", True), (first + 1, "reached", False), (None, "not_reached", False)):
+        tta = replace(record.summary.time_to_accuracy, rounds=rounds, outcome=outcome)
+        moved = replace(record, summary=replace(record.summary, time_to_accuracy=tta))
+        assert reached_at_first_evaluation(moved) is expected
+        assert reached_text({"tta_runs": 1, "tta_reached": 1, "tta_not_distinguishable": 0, "tta_first_evaluation": 1}) == (
+            "1/1 (1 at 1st eval)"
+        )
 
 
 def test_markdown_marks_oracles_and_incomplete_runs(board, runs):
