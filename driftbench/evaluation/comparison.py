@@ -11,6 +11,11 @@ from driftbench.record.summarize import REFERENCE, summary_tta
 OUTCOME_TEXT = {"not_reached": "not reached", "not_distinguishable": "n.d."}  # TTA outcomes without a number
 
 
+def method_label(method: str, oracle: bool, degenerate: bool) -> str:
+    """A method's name in a table: "(oracle)" after an upper bound, "†" after a degenerate clustering."""
+    return method + (" (oracle)" if oracle else "") + (" †" if degenerate else "")
+
+
 def tta_cells(reference: TimeToAccuracy | None, tta: TimeToAccuracy | None) -> tuple[str, str]:
     """The round a run reached its target (or why it has none) and its speed-up over the reference's time."""
     if tta is None:
@@ -32,7 +37,7 @@ def table_rows(summaries: list[Summary]) -> list[dict[str, str]]:
         tta_round, gain = tta_cells(ref_tta, s.time_to_accuracy)
         rows.append(
             {
-                "method": s.method + (" (oracle)" if s.oracle else "") + (" †" if s.degenerate else ""),
+                "method": method_label(s.method, s.oracle, bool(s.degenerate)),
                 "final_acc": f"{s.final_accuracy:.3f}",
                 "tta_speedup": gain,
                 "tta_round": tta_round,

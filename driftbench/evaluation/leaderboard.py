@@ -27,6 +27,7 @@ import pandas as pd
 from driftbench.atomic import atomic_write
 from driftbench.engine.clock import SERVER_FLOPS_PER_SECOND
 from driftbench.errors import ConfigError
+from driftbench.evaluation.comparison import method_label
 from driftbench.evaluation.html_page import Image, Links, Section, render_page
 from driftbench.evaluation.paired import CONFIDENCE, Interval, paired_interval
 from driftbench.evaluation.plots import Plot, method_runs, trace_plots
@@ -119,7 +120,7 @@ GLOSSARY = {  # table header or term -> its meaning
     + "; ".join(f"{kind}: {meaning}" for kind, meaning in EVENT_KINDS.items() if kind not in SHOWN_EVENTS),
     "degenerate": "seeds at which a clustering method did nothing: one_cluster (one cluster at every evaluation), "
     "clustering_unchanged (a method designed to re-cluster whose partition of clients never changed from the first drift "
-    "event on, or after round 0 without events)",
+    "event on; a trace without events flags none)",
     "runs": "run folders by status: ok, diverged (counted with the accuracy reached) or incomplete (left out)",
 }
 SORT_COLUMNS = {  # --sort choice -> the leaderboard.csv column methods are ranked by (descending)
@@ -278,7 +279,7 @@ def display_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
         std = row["final_accuracy_std"]
         cells = {
             "rank": "-" if pd.isna(row["rank"]) else str(row["rank"]),
-            "method": row["method"] + (" (oracle)" if row["oracle"] else "") + (" †" if row["degenerate"] else ""),
+            "method": method_label(row["method"], row["oracle"], bool(row["degenerate"])),
             "seeds": str(row["seeds"]),
             "final_accuracy_mean": _num(row["final_accuracy_mean"], "{:.3f}") + ("" if _missing(std) else f" ± {std:.3f}"),
             "vs_reference": interval_text(row, "vs_reference", lambda v: f"{v:+.3f}"),
@@ -306,12 +307,12 @@ def display_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
 
 def interval_text(row: dict[Any, Any], name: str, fmt: Callable[[float], str]) -> str:
     """An interval column (a difference, or a log ratio) as "value [low, high]", "≈ " first where it contains 0."""
-    value, low, high = row[name], row[f"{name}_low"], row[f"{name}_high"]
-    if _missing(value):
+    if _missing(row[name]):
         return "-"
-    if not np.isfinite(low):
-        return f"{fmt(value)} (1 seed)"
-    return f"{'≈ ' if low <= 0 <= high else ''}{fmt(value)} [{fmt(low)}, {fmt(high)}]"
+    interval = Interval(row[name], row[f"{name}_low"], row[f"{name}_high"], row[f"{name}_seeds"])
+    if not np.isfinite(interval.low):
+        return f"{fmt(interval.mean)} (1 seed)"
+    return f"{'≈ ' if interval.contains(0.0) else ''}{fmt(interval.mean)} [{fmt(interval.low)}, {fmt(interval.high)}]"
 
 
 def reached_text(row: dict[Any, Any]) -> str:

@@ -56,7 +56,10 @@ def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
 
 
 def plateau_tail(accuracy: np.ndarray) -> np.ndarray:
-    """A curve's plateau: its last ceil(n / 4) evaluations, at least ``NOISE_MIN_EVALUATIONS`` (all, if fewer)."""
+    """A curve's plateau: its last ceil(n / ``NOISE_FRACTION_DENOMINATOR``) evaluations, at least ``NOISE_MIN_EVALUATIONS``.
+
+    A curve with fewer evaluations is all plateau.
+    """
     accuracy = np.asarray(accuracy, dtype=float)
     tail: np.ndarray = accuracy[-max(NOISE_MIN_EVALUATIONS, -(-accuracy.size // NOISE_FRACTION_DENOMINATOR)) :]
     return tail
