@@ -14,12 +14,13 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from driftbench.engine.dense import dense_layers, dense_step
 from driftbench.engine.device_data import DevicePool, LocalWork, Transforms
 from driftbench.engine.precision import autocast, float32_math
+from driftbench.engine.sgd import Chunk, StepFn, gradient_step
 from driftbench.train_config import TrainConfig
 
 Params = dict[str, torch.Tensor]
-GradFn = Callable[[list[torch.Tensor], torch.Tensor, torch.Tensor], tuple[list[torch.Tensor], torch.Tensor]]
 log = logging.getLogger("driftbench")
 
 
@@ -53,16 +54,6 @@ def stack(params: list[Params]) -> Params:
     return {name: torch.stack([p[name] for p in params]) for name in params[0]}
 
 
-@dataclass
-class _Chunk:
-    """The tensors one chunk of clients trains in place: parameters, FedProx anchors, momentum buffers, update masks."""
-
-    live: list[torch.Tensor]
-    anchor: list[torch.Tensor]
-    buffers: list[torch.Tensor]
-    masks: list[torch.Tensor | None]
-
-
 class BatchedTrainer:
     """Trains a batch of clients that share an architecture; parameters carry a leading client axis.
 
@@ -87,6 +78,9 @@ class BatchedTrainer:
         self.model, self.data, self.chunk_size, self.precision = model, data, chunk_size, precision
         self.names = [n for n, _ in model.named_parameters()]
         self.vmapped: Callable[..., tuple[Params, torch.Tensor]] = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0))
+        dense = dense_layers(model) is not None and precision != "bf16" and not compile
+        self.chunk_step: StepFn = dense_step if dense else gradient_step(self._vmapped_grads)
+        self.local_step = gradient_step(self._local_grads)
         if chunk_size == 1:  # a working copy of the model, its parameters and momentum buffers, reused for every client
             local = copy.deepcopy(model).requires_grad_(True)
             if data.device.type == "cpu" and has_conv(model):
@@ -145,7 +139,7 @@ class BatchedTrainer:
                 if self.chunk_size == 1:
                     self._train_local(lo, params, start, masks, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum, path)
                 else:
-                    chunk = _Chunk(
+                    chunk = Chunk(
                         [params[n][rows] for n in self.names],
                         [start[n][rows] for n in self.names],
                         [torch.zeros_like(params[n][rows]) for n in self.names] if cfg.momentum else [],
@@ -153,7 +147,7 @@ class BatchedTrainer:
                     )
                     recorded = {self.names.index(n): path[n][rows] for n in record}
                     self._steps(
-                        chunk, self._vmapped_grads, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded
+                        chunk, self.chunk_step, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded
                     )
         return TrainOutput(params, loss_sum / torch.as_tensor(np.maximum(work.steps, 1), device=device), path)
 
@@ -176,21 +170,21 @@ class BatchedTrainer:
             torch._foreach_copy_(self.local_params, [params[n][k] for n in self.names])
             if cfg.momentum:
                 torch._foreach_zero_(self.local_buffers)
-        chunk = _Chunk(
+        chunk = Chunk(
             self.local_params,
             [start[n][k] for n in self.names],
             self.local_buffers if cfg.momentum else [],
             [masks[n][k] if n in masks else None for n in self.names],
         )
         recorded = {self.names.index(n): path[n][k : k + 1] for n in path}
-        self._steps(chunk, self._local_grads, idx, transforms, steps, cfg, mu, loss_sum[k : k + 1], recorded)
+        self._steps(chunk, self.local_step, idx, transforms, steps, cfg, mu, loss_sum[k : k + 1], recorded)
         with torch.no_grad():
             torch._foreach_copy_([params[n][k] for n in self.names], self.local_params)
 
     def _steps(
         self,
-        chunk: _Chunk,
-        grads_of: GradFn,
+        chunk: Chunk,
+        step: StepFn,
         idx: torch.Tensor,
         transforms: Transforms,
         steps: np.ndarray,
@@ -202,50 +196,18 @@ class BatchedTrainer:
         """Run a chunk's local steps in place; a client past its own step count keeps its state (ragged work)."""
         for s in range(int(steps.max(initial=0))):
             x, y = self.data.take(idx[:, s], transforms)
-            grads, loss = grads_of(chunk.live, x, y)
             idle = np.flatnonzero(steps <= s)  # decided on the host: no device sync per step
             with torch.no_grad():
                 kept = _rows(chunk.live + chunk.buffers, idle)
                 before = {i: chunk.live[i].clone() for i in recorded}
-                _sgd_step(chunk, grads, cfg, mu)
+            loss = step(chunk, x, y, cfg, mu)
+            with torch.no_grad():
                 _restore_rows(chunk.live + chunk.buffers, idle, kept)
                 for i, deltas in recorded.items():
                     deltas[:, s] = (chunk.live[i] - before[i]).view_as(deltas[:, s])
                 if len(idle):
                     loss = loss.index_fill(0, torch.as_tensor(idle, device=loss.device), 0.0)
                 loss_sum += loss.to(loss_sum.dtype)
-
-
-def _sgd_step(chunk: _Chunk, grads: list[torch.Tensor], cfg: TrainConfig, mu: float) -> None:
-    """p <- p - lr * mask * buf, buf <- momentum * buf + g + weight_decay * p + mu * (p - anchor); in place, as torch.optim.SGD.
-
-    Without update masks this is torch.optim.SGD's fused kernel (one pass over parameters,
-    gradients and buffers); the kernel cannot mask, so masked updates take three foreach passes.
-    """
-    if mu:
-        torch._foreach_add_(grads, torch._foreach_sub(chunk.live, chunk.anchor), alpha=mu)
-    if all(m is None for m in chunk.masks):
-        torch._fused_sgd_(
-            chunk.live,
-            grads,
-            chunk.buffers,
-            weight_decay=cfg.weight_decay,
-            momentum=cfg.momentum,
-            lr=cfg.lr,
-            dampening=0.0,
-            nesterov=False,
-            maximize=False,
-            is_first_step=False,
-        )
-        return
-    if cfg.weight_decay:
-        torch._foreach_add_(grads, chunk.live, alpha=cfg.weight_decay)
-    if cfg.momentum:
-        torch._foreach_mul_(chunk.buffers, cfg.momentum)
-        torch._foreach_add_(chunk.buffers, grads)
-        grads = chunk.buffers
-    update = [g if m is None else g * m for g, m in zip(grads, chunk.masks)]
-    torch._foreach_add_(chunk.live, update, alpha=-cfg.lr)
 
 
 def _rows(tensors: list[torch.Tensor], rows: np.ndarray) -> list[torch.Tensor]:

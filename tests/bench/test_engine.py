@@ -116,8 +116,9 @@ def test_compile_failure_falls_back_to_eager(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="driftbench"):
         fallback = BatchedTrainer(model, data, compile=True).train(start, work, cfg)
     assert "torch.compile failed (RuntimeError: no compiler)" in caplog.text
-    for name in start:
-        assert torch.equal(fallback.params[name], eager.params[name])
+    for name in start:  # the fallback is the vmapped eager step; without compile an MLP takes the dense one
+        torch.testing.assert_close(fallback.params[name], eager.params[name])
+        assert not torch.equal(fallback.params[name], start[name])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

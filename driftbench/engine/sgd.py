@@ -1,0 +1,98 @@
+"""SGD on a chunk of clients' stacked parameters, in place: torch.optim.SGD's arithmetic (momentum, weight decay), FedProx."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from driftbench.train_config import TrainConfig
+
+GradFn = Callable[[list[torch.Tensor], torch.Tensor, torch.Tensor], tuple[list[torch.Tensor], torch.Tensor]]
+Accumulate = Callable[[torch.Tensor, float, float], object]  # (out, beta, alpha): out <- beta * out + alpha * gradient
+
+
+@dataclass
+class Chunk:
+    """The tensors one chunk of clients trains in place: parameters, FedProx anchors, momentum buffers, update masks."""
+
+    live: list[torch.Tensor]
+    anchor: list[torch.Tensor]
+    buffers: list[torch.Tensor]
+    masks: list[torch.Tensor | None]
+
+    @property
+    def masked(self) -> bool:
+        """Whether any parameter's update is masked."""
+        return any(m is not None for m in self.masks)
+
+
+StepFn = Callable[[Chunk, torch.Tensor, torch.Tensor, TrainConfig, float], torch.Tensor]
+
+
+def gradient_step(grads_of: GradFn) -> StepFn:
+    """A local step that takes the chunk's gradients from ``grads_of`` and applies ``sgd_step``; returns the losses."""
+
+    def step(chunk: Chunk, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig, mu: float) -> torch.Tensor:
+        grads, loss = grads_of(chunk.live, x, y)
+        with torch.no_grad():
+            sgd_step(chunk, grads, cfg, mu)
+        return loss
+
+    return step
+
+
+def sgd_step(chunk: Chunk, grads: list[torch.Tensor], cfg: TrainConfig, mu: float) -> None:
+    """p <- p - lr * mask * buf, buf <- momentum * buf + g + weight_decay * p + mu * (p - anchor); in place, as torch.optim.SGD.
+
+    Without update masks this is torch.optim.SGD's fused kernel (one pass over parameters,
+    gradients and buffers); the kernel cannot mask, so masked updates take three foreach passes.
+    """
+    if mu:
+        torch._foreach_add_(grads, torch._foreach_sub(chunk.live, chunk.anchor), alpha=mu)
+    if not chunk.masked:
+        torch._fused_sgd_(
+            chunk.live,
+            grads,
+            chunk.buffers,
+            weight_decay=cfg.weight_decay,
+            momentum=cfg.momentum,
+            lr=cfg.lr,
+            dampening=0.0,
+            nesterov=False,
+            maximize=False,
+            is_first_step=False,
+        )
+        return
+    if cfg.weight_decay:
+        torch._foreach_add_(grads, chunk.live, alpha=cfg.weight_decay)
+    if cfg.momentum:
+        torch._foreach_mul_(chunk.buffers, cfg.momentum)
+        torch._foreach_add_(chunk.buffers, grads)
+        grads = chunk.buffers
+    update = [g if m is None else g * m for g, m in zip(grads, chunk.masks)]
+    torch._foreach_add_(chunk.live, update, alpha=-cfg.lr)
+
+
+def sgd_update(chunk: Chunk, i: int, accumulate: Accumulate, cfg: TrainConfig, mu: float) -> None:
+    """``sgd_step`` for unmasked parameter ``i`` alone, its gradient added by ``accumulate`` without being stored.
+
+    Applied to each layer as soon as backpropagation has its gradient, it saves the pass that
+    writes a gradient and the pass that reads it back.
+    """
+    p, anchor, decay = chunk.live[i], chunk.anchor[i], cfg.weight_decay + mu
+    if cfg.momentum:
+        buf = chunk.buffers[i]
+        accumulate(buf, cfg.momentum, 1.0)
+        if decay:
+            buf.add_(p, alpha=decay)
+        if mu:
+            buf.sub_(anchor, alpha=mu)
+        p.add_(buf, alpha=-cfg.lr)
+        return
+    if decay:
+        p.mul_(1.0 - cfg.lr * decay)
+    if mu:
+        p.add_(anchor, alpha=cfg.lr * mu)
+    accumulate(p, 1.0, -cfg.lr)
