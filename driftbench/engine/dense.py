@@ -10,12 +10,13 @@ batched product, so the stacked weights are read twice and written once per step
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from driftbench.engine.sgd import Accumulate, Chunk, gradient_step, sgd_update
+from driftbench.engine.sgd import Chunk, gradient_step, sgd_update
 from driftbench.train_config import TrainConfig
 
 
@@ -84,16 +85,37 @@ def dense_step(chunk: Chunk, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
     with torch.no_grad():
         inputs, delta, loss = forward(chunk.live, x, y)
         for layer, d in backprop(chunk.live[0::2], inputs, delta):
-            sgd_update(chunk, 2 * layer, _weight_gradient(d, inputs[layer]), cfg, mu)
-            sgd_update(chunk, 2 * layer + 1, _added(d.sum(1)), cfg, mu)
+            sgd_update(chunk, 2 * layer, _Product(d, inputs[layer]), cfg, mu)
+            sgd_update(chunk, 2 * layer + 1, _Stored(d.sum(1)), cfg, mu)
     return loss
 
 
-def _weight_gradient(delta: torch.Tensor, below: torch.Tensor) -> Accumulate:
-    """Accumulates delta^T @ below, a layer's weight gradient, by one batched product."""
-    return lambda out, beta, alpha: out.baddbmm_(delta.transpose(1, 2), below, beta=beta, alpha=alpha)
+@dataclass(frozen=True)
+class _Product:
+    """A layer's weight gradient delta^T @ below (K, out, in), formed by one batched product only where it is used."""
+
+    delta: torch.Tensor
+    below: torch.Tensor
+
+    def add_to(self, out: torch.Tensor, beta: float, alpha: float) -> None:
+        """out <- beta * out + alpha * g."""
+        out.baddbmm_(self.delta.transpose(1, 2), self.below, beta=beta, alpha=alpha)
+
+    def plus(self, base: torch.Tensor, beta: float) -> torch.Tensor:
+        """beta * base + g."""
+        return torch.baddbmm(base, self.delta.transpose(1, 2), self.below, beta=beta)
 
 
-def _added(gradient: torch.Tensor) -> Accumulate:
-    """Accumulates a stored gradient."""
-    return lambda out, beta, alpha: out.mul_(beta).add_(gradient, alpha=alpha)
+@dataclass(frozen=True)
+class _Stored:
+    """A gradient already in a tensor (a bias's)."""
+
+    value: torch.Tensor
+
+    def add_to(self, out: torch.Tensor, beta: float, alpha: float) -> None:
+        """out <- beta * out + alpha * g."""
+        out.mul_(beta).add_(self.value, alpha=alpha)
+
+    def plus(self, base: torch.Tensor, beta: float) -> torch.Tensor:
+        """beta * base + g."""
+        return torch.add(self.value, base, alpha=beta)

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
 from driftbench.train_config import TrainConfig
 
 GradFn = Callable[[list[torch.Tensor], torch.Tensor, torch.Tensor], tuple[list[torch.Tensor], torch.Tensor]]
-Accumulate = Callable[[torch.Tensor, float, float], object]  # (out, beta, alpha): out <- beta * out + alpha * gradient
+
+
+class Gradient(Protocol):
+    """A parameter's gradient g that is used without necessarily being stored."""
+
+    def add_to(self, out: torch.Tensor, beta: float, alpha: float) -> None:
+        """out <- beta * out + alpha * g, in place."""
+
+    def plus(self, base: torch.Tensor, beta: float) -> torch.Tensor:
+        """A new tensor beta * base + g."""
 
 
 @dataclass
@@ -75,24 +85,29 @@ def sgd_step(chunk: Chunk, grads: list[torch.Tensor], cfg: TrainConfig, mu: floa
     torch._foreach_add_(chunk.live, update, alpha=-cfg.lr)
 
 
-def sgd_update(chunk: Chunk, i: int, accumulate: Accumulate, cfg: TrainConfig, mu: float) -> None:
-    """``sgd_step`` for unmasked parameter ``i`` alone, its gradient added by ``accumulate`` without being stored.
+def sgd_update(chunk: Chunk, i: int, gradient: Gradient, cfg: TrainConfig, mu: float) -> None:
+    """``sgd_step`` for unmasked parameter ``i`` alone, in as few passes over it as its settings allow.
 
-    Applied to each layer as soon as backpropagation has its gradient, it saves the pass that
-    writes a gradient and the pass that reads it back.
+    Without momentum the gradient is accumulated straight into the parameter; with momentum it
+    is formed with the FedProx pull (g - mu * anchor) and handed to torch.optim.SGD's fused
+    kernel with weight decay + mu. Applied to each layer as soon as backpropagation has its
+    gradient, it saves the passes that store every gradient and read it back.
     """
     p, anchor, decay = chunk.live[i], chunk.anchor[i], cfg.weight_decay + mu
     if cfg.momentum:
-        buf = chunk.buffers[i]
-        accumulate(buf, cfg.momentum, 1.0)
-        if decay:
-            buf.add_(p, alpha=decay)
-        if mu:
-            buf.sub_(anchor, alpha=mu)
-        p.add_(buf, alpha=-cfg.lr)
+        torch._fused_sgd_(
+            [p],
+            [gradient.plus(anchor, -mu)],
+            [chunk.buffers[i]],
+            weight_decay=decay,
+            momentum=cfg.momentum,
+            lr=cfg.lr,
+            dampening=0.0,
+            nesterov=False,
+            maximize=False,
+            is_first_step=False,
+        )
         return
-    if decay:
-        p.mul_(1.0 - cfg.lr * decay)
+    gradient.add_to(p, 1.0 - cfg.lr * decay, -cfg.lr)
     if mu:
         p.add_(anchor, alpha=cfg.lr * mu)
-    accumulate(p, 1.0, -cfg.lr)

@@ -40,11 +40,12 @@ def run_rounds(trainer_fn, model, data, cfg, mu, rounds=3):
 @pytest.mark.parametrize("model_name", ["mlp", "lenet5"])
 @pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-10), (torch.float32, 1e-4)])
 @pytest.mark.parametrize("chunk", ["default", None])
-def test_batched_matches_sequential(model_name, dtype, tol, chunk):
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_batched_matches_sequential(model_name, dtype, tol, chunk, momentum):
     pool = make_pool()
     model = build_model(model_name, pool.input_shape, pool.num_classes, seed=3, dtype=dtype)
     data = DevicePool(pool, torch.device("cpu"), dtype)
-    cfg = TrainConfig(model=model_name, lr=0.1, momentum=0.9, weight_decay=1e-3, batch_size=8, local_steps=3)
+    cfg = TrainConfig(model=model_name, lr=0.1, momentum=momentum, weight_decay=1e-3, batch_size=8, local_steps=3)
     chunk_size = default_chunk_size(model, data.device) if chunk == "default" else chunk
     trainer = BatchedTrainer(model, data, chunk_size)
     batched = run_rounds(trainer.train, model, data, cfg, mu=0.01)
