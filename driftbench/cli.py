@@ -16,6 +16,7 @@ from driftbench.config import parse_sets, require
 from driftbench.discovery import ENV, add_plugins
 from driftbench.errors import ConfigError, DriftbenchError
 from driftbench.evaluation.tolerance import ACCURACY_TOLERANCE, ARI_TOLERANCE
+from driftbench.forkserver import start_early
 
 if TYPE_CHECKING:
     from driftbench.record.schema import Summary
@@ -374,6 +375,9 @@ def split_method_sets(sets: dict[str, str]) -> tuple[dict[str, str], dict[str, s
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``driftbench run``: a request of one trace and one seed, executed in this process."""
+    methods = tuple(dict.fromkeys(m for item in args.method for m in item.split(",") if m))
+    if len(methods) != 1 and args.jobs != 1:  # a comparison: the pool's fork server imports while this process does
+        start_early()
     from driftbench.runner import Execution, PoolOptions, Request, plan_jobs, run_here, run_pool, validate_jobs
     from driftbench.scheduler import Checkpointing
     from driftbench.traces.catalog import is_trace_file
@@ -391,7 +395,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_sets["rounds"] = str(args.rounds)
     trace_sets["scale"] = args.scale
     trace_sets.update(data_root_sets(args))
-    methods = tuple(dict.fromkeys(m for item in args.method for m in item.split(",") if m))
     request = Request({args.trace: trace_sets}, methods, (args.seed,), method_sets)
     execution = Execution(
         args.device, args.out, args.target, checkpointing, "always" if args.resume else "never", quiet=args.quiet

@@ -21,7 +21,6 @@ import functools
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
 import sys
 import time
@@ -41,6 +40,7 @@ from driftbench.config import check_keys, read_toml, require
 from driftbench.discovery import ENV
 from driftbench.engine.device_data import resolve_device
 from driftbench.errors import ConfigError, DriftbenchError, RunError, TraceFileError
+from driftbench.forkserver import enter_worker_state, pool_context, worker_state
 from driftbench.methods.catalog import MethodSpec, load_method
 from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, experiment_config, read_json, run_dir, run_label
 from driftbench.record.metrics import fixed_target
@@ -410,10 +410,12 @@ class Backend(Protocol):
 
 
 class LocalBackend:
-    """One run per process in a spawned process pool (the workers inherit ``DRIFTBENCH_PLUGINS``)."""
+    """One run per process in a pool of fork-server workers (``driftbench.forkserver``), in this directory, with its plug-ins."""
 
     def __init__(self, options: PoolOptions) -> None:
-        self.pool = ProcessPoolExecutor(options.workers, mp_context=multiprocessing.get_context("spawn"))
+        self.pool = ProcessPoolExecutor(
+            options.workers, mp_context=pool_context(), initializer=enter_worker_state, initargs=worker_state()
+        )
 
     def submit(self, job: RunJob) -> Future[RunOutcome]:
         """Queue ``job`` on the pool."""

@@ -1,0 +1,47 @@
+"""The local run pool's processes: forked from a server that has imported driftbench once, which can start early.
+
+Importing torch, scikit-learn and the methods takes seconds of CPU; spawned workers would each
+pay it. The fork server pays it once, in parallel with the main process's own imports when
+``start_early`` runs first, and every worker is a fork of it. Workers take the main process's
+working directory and plug-in paths at pool start (``worker_state``), not the server's.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from multiprocessing.context import BaseContext
+from multiprocessing.forkserver import ensure_running
+
+from driftbench.discovery import ENV
+
+PRELOAD = ["driftbench.runner"]
+
+
+def pool_context() -> BaseContext:
+    """The fork server context, preloading ``PRELOAD``; spawn where the platform has no fork server (Windows)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
+def start_early() -> None:
+    """Start the fork server now, so that its imports overlap the caller's work before the pool opens."""
+    if pool_context().get_start_method() == "forkserver":
+        ensure_running()
+
+
+def worker_state() -> tuple[str, str | None]:
+    """What a worker takes from this process: the working directory and ``DRIFTBENCH_PLUGINS``."""
+    return os.getcwd(), os.environ.get(ENV)
+
+
+def enter_worker_state(cwd: str, plugins: str | None) -> None:
+    """Pool initializer: this worker's working directory and plug-in paths become those of ``worker_state``."""
+    os.chdir(cwd)
+    if plugins is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = plugins
