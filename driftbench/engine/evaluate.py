@@ -11,6 +11,7 @@ from torch import nn
 from torch.func import functional_call, grad
 
 from driftbench.engine.batched import Params
+from driftbench.engine.dense import dense_grads, dense_layers
 from driftbench.engine.device_data import DevicePool
 
 EVAL_CHUNK = 8192  # samples per forward pass
@@ -56,7 +57,14 @@ def per_client_mean(
 def client_gradients(
     model: nn.Module, data: DevicePool, params: Params, windows: list[np.ndarray], label_maps: np.ndarray, rotations: np.ndarray
 ) -> torch.Tensor:
-    """Each client's gradient (flattened, K x P) of its mean loss over its window at ``params``."""
+    """Each client's gradient (flattened, K x P) of its mean loss over its window at ``params``.
+
+    A dense ReLU network (``dense_layers``) outside autocast takes all clients with windows of one
+    length at once, by the trainer's written-out backpropagation; any other model one client at
+    a time with ``torch.func.grad``.
+    """
+    if dense_layers(model) is not None and not torch.is_autocast_enabled(data.device.type):
+        return _dense_client_gradients(data, params, windows, label_maps, rotations)
 
     def loss(p: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(functional_call(model, p, (x,)), y)
@@ -64,6 +72,25 @@ def client_gradients(
     grad_fn = grad(loss)
     samples = _client_samples(data, windows, label_maps, rotations)
     return torch.stack([torch.cat([g.reshape(-1) for g in grad_fn(params, x, y).values()]) for x, y in samples])
+
+
+def _dense_client_gradients(
+    data: DevicePool, params: Params, windows: list[np.ndarray], label_maps: np.ndarray, rotations: np.ndarray
+) -> torch.Tensor:
+    """``client_gradients`` of a dense network: clients grouped by window length, EVAL_CHUNK samples per pass."""
+    live = list(params.values())
+    grads = live[0].new_empty((len(windows), sum(p.numel() for p in live)))
+    lengths = np.array([len(w) for w in windows])
+    for length in np.unique(lengths):
+        same = np.flatnonzero(lengths == length)
+        per_pass = max(1, EVAL_CHUNK // max(int(length), 1))
+        for start in range(0, len(same), per_pass):
+            rows = same[start : start + per_pass]
+            idx = torch.as_tensor(np.stack([windows[k] for k in rows]), device=data.device)
+            x, y = data.gather(idx, torch.as_tensor(label_maps[rows], device=data.device), rotations[rows])
+            per_client, _ = dense_grads([p.expand(len(rows), *p.shape) for p in live], x, y)
+            grads[torch.as_tensor(rows, device=data.device)] = torch.cat([g.reshape(len(rows), -1) for g in per_client], 1)
+    return grads
 
 
 def _flatten(

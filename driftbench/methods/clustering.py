@@ -44,7 +44,7 @@ def unit_vectors(vectors: np.ndarray) -> np.ndarray:
     """Vectors (along the last axis) scaled to unit L2 norm; zero vectors stay zero."""
     work.charge(work.norms(vectors.size))
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    unit: np.ndarray = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    unit: np.ndarray = vectors / np.where(norms > 0, norms, np.inf)  # one pass; a zero vector divides to zeros
     return unit
 
 

@@ -1,6 +1,7 @@
 """Forward-only per-client statistics and per-client gradients against plain module calls."""
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -10,10 +11,10 @@ from driftbench.engine.evaluate import classifier_name, client_gradients, client
 from driftbench.engine.models import build_model
 
 
-def setup():
+def setup(model_name="mlp"):
     rng = np.random.default_rng(0)
     pool = Pool("t", rng.random((40, 1, 8, 8), dtype=np.float32), rng.integers(0, 4, 40), 4)
-    model = build_model("mlp", pool.input_shape, 4, seed=0, dtype=torch.float64)
+    model = build_model(model_name, pool.input_shape, 4, seed=0, dtype=torch.float64)
     data = DevicePool(pool, torch.device("cpu"), torch.float64)
     bank = {n: torch.stack([p.detach(), p.detach() * 0.5]) for n, p in model.named_parameters()}
     windows = [np.arange(0, 10), np.arange(10, 25), np.arange(25, 40)]
@@ -44,8 +45,9 @@ def test_per_client_accuracy_and_loss_match_module_calls():
         assert abs(loss[c] - F.cross_entropy(logits, y).item()) < 1e-12
 
 
-def test_client_gradients_match_autograd():
-    pool, model, data, bank, windows, maps, rotations = setup()
+@pytest.mark.parametrize("model_name", ["mlp", "lenet5"])  # written-out backpropagation, torch.func.grad
+def test_client_gradients_match_autograd(model_name):
+    pool, model, data, bank, windows, maps, rotations = setup(model_name)
     grads = client_gradients(model, data, {n: p[1] for n, p in bank.items()}, windows, maps, rotations)
     assert grads.shape == (3, sum(p.numel() for p in model.parameters()))
     for c in range(3):

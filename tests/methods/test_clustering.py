@@ -18,6 +18,7 @@ from driftbench.methods.clustering import (
     pairwise_distances,
     per_cluster_participants,
     remix_models,
+    unit_vectors,
 )
 
 
@@ -96,3 +97,11 @@ def test_kernels_go_to_the_gpu_only_when_their_input_is_large(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert kernel_device(GPU_MIN_ENTRIES).type == "cpu"
     assert as_kernel_tensor(np.ones((2, 3)), torch.device("cpu")).dtype == torch.float32
+
+
+def test_unit_vectors_have_unit_norm_and_zero_rows_stay_zero():
+    vectors = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 0.0]])
+    unit = unit_vectors(vectors)
+    np.testing.assert_array_equal(unit[0], [0.6, 0.8, 0.0])
+    np.testing.assert_array_equal(unit[1], np.zeros(3))
+    assert unit[2, 0] == -1.0
