@@ -3,7 +3,8 @@
 Importing torch, scikit-learn and the methods takes seconds of CPU; spawned workers would each
 pay it. The fork server pays it once, in parallel with the main process's own imports when
 ``start_early`` runs first, and every worker is a fork of it. Workers take the main process's
-working directory and plug-in paths at pool start (``worker_state``), not the server's.
+plug-in paths at pool start (``worker_state``), not the server's; multiprocessing gives them its
+working directory.
 """
 
 from __future__ import annotations
@@ -33,14 +34,13 @@ def start_early() -> None:
         ensure_running()
 
 
-def worker_state() -> tuple[str, str | None]:
-    """What a worker takes from this process: the working directory and ``DRIFTBENCH_PLUGINS``."""
-    return os.getcwd(), os.environ.get(ENV)
+def worker_state() -> tuple[str | None]:
+    """What a worker takes from this process: ``DRIFTBENCH_PLUGINS``."""
+    return (os.environ.get(ENV),)
 
 
-def enter_worker_state(cwd: str, plugins: str | None) -> None:
-    """Pool initializer: this worker's working directory and plug-in paths become those of ``worker_state``."""
-    os.chdir(cwd)
+def enter_worker_state(plugins: str | None) -> None:
+    """Pool initializer: this worker's plug-in paths become those of ``worker_state``."""
     if plugins is None:
         os.environ.pop(ENV, None)
     else:

@@ -13,7 +13,8 @@ from driftbench.traces.generators import GENERATORS
 @pytest.fixture
 def plugin_state(monkeypatch):
     """No plug-in loaded nor installed; whatever a test loads is forgotten afterwards."""
-    monkeypatch.delenv(discovery.ENV, raising=False)
+    monkeypatch.setenv(discovery.ENV, "")  # recorded, so that teardown also undoes what --plugins writes there
+    monkeypatch.delenv(discovery.ENV)
     monkeypatch.setattr(discovery, "LOADED", {})
     monkeypatch.setattr(discovery, "installed", lambda: ())
     path, methods, generators = list(sys.path), dict(IMPLEMENTATIONS), dict(GENERATORS)

@@ -15,6 +15,7 @@ from driftbench.cli import main
 from driftbench.contracts import tiny_spec
 from driftbench.discovery import import_modules
 from driftbench.errors import ConfigError
+from driftbench.forkserver import start_early
 from driftbench.methods import catalog as method_catalog
 from driftbench.methods.base import IMPLEMENTATIONS, Method
 from driftbench.methods.fedavg import FedAvg
@@ -158,6 +159,16 @@ def test_the_environment_names_plugins_and_sweep_workers_load_them(plugin_state,
     sweep = ["sweep", "--traces", "calm-b", "--methods", "all-c", "--jobs", "1", "--out", str(out), "--quiet", *TINY_RUN]
     assert main(sweep) == 0  # the spawned worker finds calm-b and all-c through DRIFTBENCH_PLUGINS
     assert (out / "calm-b/all-c/seed0/summary.json").is_file()
+
+
+def test_workers_of_a_fork_server_started_earlier_take_the_current_directory_and_plugins(plugin_state, tmp_path, monkeypatch):
+    start_early()  # the server's directory and environment are those of before the change below
+    plugin_folder(tmp_path, "e")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(discovery.ENV, "plugin_e")  # relative: found only from tmp_path
+    sweep = ["sweep", "--traces", "calm-e", "--methods", "all-e", "--jobs", "1", "--out", "runs", "--quiet", *TINY_RUN]
+    assert main(sweep) == 0
+    assert json.loads((tmp_path / "runs/calm-e/all-e/seed0/summary.json").read_text())["status"] == "ok"
 
 
 def test_an_installed_package_is_found_by_its_entry_point(plugin_state, tmp_path, monkeypatch):

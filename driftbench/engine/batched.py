@@ -60,7 +60,9 @@ class BatchedTrainer:
     Clients are trained ``chunk_size`` at a time (None: all at once). A chunk of one client
     trains a persistent working copy of the model with ordinary autograd (channels-last for
     conv nets on CPU), so it pays no functorch overhead; larger chunks train views into the
-    stacked parameters with ``vmap(grad(...))``. Both apply the same in-place SGD update.
+    stacked parameters, a dense ReLU network outside bf16 and compiling by the written-out
+    backpropagation of ``driftbench.engine.dense``, any other model with ``vmap(grad(...))``.
+    All apply the same SGD update.
     ``precision`` is the arithmetic (``driftbench.engine.precision``: fp32, tf32 or bf16
     autocast of the forward passes; parameters and updates stay float32). ``compile`` wraps
     the forward pass in ``torch.compile`` and falls back to eager mode, with a warning, if
