@@ -157,7 +157,7 @@ def test_the_environment_names_plugins_and_sweep_workers_load_them(plugin_state,
     assert {"all-b", "all-c"} <= set(method_catalog.catalog())
     out = tmp_path / "runs"
     sweep = ["sweep", "--traces", "calm-b", "--methods", "all-c", "--jobs", "1", "--out", str(out), "--quiet", *TINY_RUN]
-    assert main(sweep) == 0  # the spawned worker finds calm-b and all-c through DRIFTBENCH_PLUGINS
+    assert main(sweep) == 0  # the pool's worker finds calm-b and all-c through DRIFTBENCH_PLUGINS
     assert (out / "calm-b/all-c/seed0/summary.json").is_file()
 
 

@@ -62,18 +62,7 @@ def sgd_step(chunk: Chunk, grads: list[torch.Tensor], cfg: TrainConfig, mu: floa
     if mu:
         torch._foreach_add_(grads, torch._foreach_sub(chunk.live, chunk.anchor), alpha=mu)
     if not chunk.masked:
-        torch._fused_sgd_(
-            chunk.live,
-            grads,
-            chunk.buffers,
-            weight_decay=cfg.weight_decay,
-            momentum=cfg.momentum,
-            lr=cfg.lr,
-            dampening=0.0,
-            nesterov=False,
-            maximize=False,
-            is_first_step=False,
-        )
+        _fused_sgd(chunk.live, grads, chunk.buffers, cfg, cfg.weight_decay)
         return
     if cfg.weight_decay:
         torch._foreach_add_(grads, chunk.live, alpha=cfg.weight_decay)
@@ -95,19 +84,26 @@ def sgd_update(chunk: Chunk, i: int, gradient: Gradient, cfg: TrainConfig, mu: f
     """
     p, anchor, decay = chunk.live[i], chunk.anchor[i], cfg.weight_decay + mu
     if cfg.momentum:
-        torch._fused_sgd_(
-            [p],
-            [gradient.plus(anchor, -mu)],
-            [chunk.buffers[i]],
-            weight_decay=decay,
-            momentum=cfg.momentum,
-            lr=cfg.lr,
-            dampening=0.0,
-            nesterov=False,
-            maximize=False,
-            is_first_step=False,
-        )
+        _fused_sgd([p], [gradient.plus(anchor, -mu)], [chunk.buffers[i]], cfg, decay)
         return
     gradient.add_to(p, 1.0 - cfg.lr * decay, -cfg.lr)
     if mu:
         p.add_(anchor, alpha=cfg.lr * mu)
+
+
+def _fused_sgd(
+    params: list[torch.Tensor], grads: list[torch.Tensor], buffers: list[torch.Tensor], cfg: TrainConfig, weight_decay: float
+) -> None:
+    """torch.optim.SGD's fused kernel (momentum buffers already initialised) with ``cfg``'s lr and momentum."""
+    torch._fused_sgd_(
+        params,
+        grads,
+        buffers,
+        weight_decay=weight_decay,
+        momentum=cfg.momentum,
+        lr=cfg.lr,
+        dampening=0.0,
+        nesterov=False,
+        maximize=False,
+        is_first_step=False,
+    )
