@@ -18,11 +18,13 @@ import pytest
 import torch
 
 from driftbench.cli import main
+from driftbench.engine.batched import TrainOutput
 from driftbench.errors import RunError
 from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
 from driftbench.record.files import WALL_CLOCK_FIELDS, as_json
 from driftbench.record.schema import ROUND_COLUMNS, read_summary, run_state
 from driftbench.scheduler import Checkpointing, RunSpec, Scheduler, checkpoint, run
+from driftbench.scheduler.loop import finite
 from driftbench.traces.catalog import apply_sets, generate, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -211,6 +213,20 @@ def test_a_diverging_run_stops_keeps_its_metrics_and_exits_non_zero(tmp_path, ca
         assert 0 <= summary["diverged_round"] < 12 and len(rounds) >= 1
         assert rounds["round"].max() <= max(summary["diverged_round"] - 1, 0)
         assert not (folder / "checkpoint").exists()
+
+
+@pytest.mark.parametrize(
+    "bad, expected",
+    [(None, True), (float("nan"), False), (float("inf"), False), (-float("inf"), False)],
+    ids=["finite", "nan", "inf", "-inf"],
+)
+def test_finite_is_exact_even_where_a_sum_overflows(bad, expected):
+    huge = torch.full((4, 1000), 3e38)  # every entry finite, their float32 sum is not
+    if bad is not None:
+        huge[2, 7] = bad
+    result = TrainOutput({"w": huge, "b": torch.zeros(4, 3)}, torch.ones(4))
+    assert finite(result) is expected
+    assert finite(TrainOutput({"w": torch.ones(4, 2)}, torch.tensor([1.0, bad if bad is not None else 2.0]))) is expected
 
 
 def start(out: Path) -> subprocess.Popen:

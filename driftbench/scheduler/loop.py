@@ -311,6 +311,13 @@ class SigintFlag:
 
 
 def finite(result: TrainOutput) -> bool:
-    """Whether every loss and trained parameter is finite (one device sync for all of them)."""
-    checks = [torch.isfinite(result.loss).all(), *(torch.isfinite(p).all() for p in result.params.values())]
-    return bool(torch.stack(checks).all())
+    """Whether every loss and trained parameter is finite.
+
+    A non-finite entry makes its tensor's sum non-finite, so finite sums (one pass, one device
+    sync) settle it; only where a sum is not finite (a non-finite entry, or an overflow of
+    finite ones) is every entry checked.
+    """
+    tensors = [result.loss, *result.params.values()]
+    if bool(torch.stack([t.sum().float() for t in tensors]).isfinite().all()):
+        return True
+    return all(bool(torch.isfinite(t).all()) for t in tensors)
