@@ -22,29 +22,30 @@ def commands(p: argparse.ArgumentParser, path: tuple[str, ...] = ("driftbench",)
 
 
 def usage(p: argparse.ArgumentParser) -> str:
-    """The parser's usage line(s) at a fixed width, without the leading 'usage: '."""
+    """The parser's usage line(s) at a fixed width, without the leading 'usage: ' and its indent."""
     p.formatter_class = functools.partial(argparse.HelpFormatter, width=WIDTH)  # type: ignore[assignment]
-    return p.format_usage().removeprefix("usage: ").strip()
+    prefix = "usage: "
+    lines = p.format_usage().strip().splitlines()
+    return "\n".join(line.removeprefix(prefix if i == 0 else " " * len(prefix)) for i, line in enumerate(lines))
 
 
-def argument_name(action: argparse.Action) -> str:
-    """How an argument is written: ``--out OUT``, ``--quiet`` or a positional's metavar."""
-    metavar = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
-    if not action.option_strings:
-        return metavar
-    takes_value = action.nargs != 0
-    return ", ".join(f"{option} {metavar}" if takes_value else option for option in action.option_strings)
+def argument_name(p: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """How an argument is written, as argparse's help writes it: ``--out OUT``, ``--device {auto,cpu,cuda}``, ``NAME``."""
+    return p._get_formatter()._format_action_invocation(action)
 
 
 def cell(text: str) -> str:
-    """Text fit for one Markdown table cell."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text fit for one Markdown paragraph or table cell: one line, Markdown's special characters escaped."""
+    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for char in "\\`*_[]|":
+        text = text.replace(char, "\\" + char)
+    return text
 
 
 def arguments_table(p: argparse.ArgumentParser) -> list[str]:
     """The Markdown table of a parser's arguments (help and subcommand actions left out)."""
     rows = [
-        f"| `{argument_name(a)}` | {cell(a.help or '')}{' (required)' if a.required and a.option_strings else ''} |"
+        f"| `{argument_name(p, a)}` | {cell(a.help or '')}{' (required)' if a.required and a.option_strings else ''} |"
         for a in p._actions
         if not isinstance(a, argparse._HelpAction | argparse._SubParsersAction)
     ]
