@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 MARKER = "<!-- cli-reference -->"
-WIDTH = 100  # usage lines wrap here whatever the terminal's width
+WIDTH = 80  # usage lines wrap here whatever the terminal's width
 
 
 def commands(p: argparse.ArgumentParser, path: tuple[str, ...] = ("driftbench",), help_text: str = "") -> Iterator[Any]:
