@@ -11,7 +11,10 @@ MARKER = "<!-- cli-reference -->"
 WIDTH = 80  # usage lines wrap here whatever the terminal's width
 
 
-def commands(p: argparse.ArgumentParser, path: tuple[str, ...] = ("driftbench",), help_text: str = "") -> Iterator[Any]:
+Command = tuple[tuple[str, ...], str, argparse.ArgumentParser]
+
+
+def commands(p: argparse.ArgumentParser, path: tuple[str, ...] = ("driftbench",), help_text: str = "") -> Iterator[Command]:
     """Yield (command path, its one-line help, its parser) for ``p`` and every subcommand below it, depth first."""
     yield path, help_text, p
     for action in p._actions:
@@ -22,8 +25,8 @@ def commands(p: argparse.ArgumentParser, path: tuple[str, ...] = ("driftbench",)
 
 
 def usage(p: argparse.ArgumentParser) -> str:
-    """The parser's usage line(s) at a fixed width, without the leading 'usage: ' and its indent."""
-    p.formatter_class = functools.partial(argparse.HelpFormatter, width=WIDTH)  # type: ignore[assignment]
+    """The parser's usage line(s) at a fixed width (set on the parser), without the leading 'usage: ' and its indent."""
+    p.formatter_class = functools.partial(argparse.HelpFormatter, width=WIDTH)
     prefix = "usage: "
     lines = p.format_usage().strip().splitlines()
     return "\n".join(line.removeprefix(prefix if i == 0 else " " * len(prefix)) for i, line in enumerate(lines))
