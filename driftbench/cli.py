@@ -108,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--target",
         type=float,
-        help="time-to-accuracy target (default: FedAvg's plateau less two of its noise bands; README 'Time to accuracy')",
+        help="time-to-accuracy target (default: FedAvg's plateau less two of its noise bands; see docs/record.md)",
     )
     add_sets(run, "KEY: trace parameter, train.KEY, source, source.KEY or method.KEY")
     add_scale(run)
