@@ -73,11 +73,9 @@ class Setting:
     def run_folder(self, out: Path, method: MethodRun) -> Path:
         """A method's runs' root: the setting's folder, and for a method with parameter overrides a folder of its own."""
         folder = self.folder(out)
-        return (
-            folder / re.sub(r"[^\w.=,+-]", "_", f"{method.name}+" + ",".join(f"{k}={v}" for k, v in method.sets))
-            if (method.sets)
-            else folder
-        )
+        if not method.sets:
+            return folder
+        return folder / re.sub(r"[^\w.=,+-]", "_", f"{method.name}+" + ",".join(f"{k}={v}" for k, v in method.sets))
 
     def request(self, method: MethodRun, seeds: tuple[int, ...]) -> Request:
         """The runner's request for this method (with its overrides) and seeds."""
