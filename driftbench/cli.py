@@ -198,7 +198,8 @@ def parser() -> argparse.ArgumentParser:
 
     repro = sub.add_parser(
         "reproduce",
-        help="check each paper's claims (claims/*.toml) on the benchmark: reproduced, not reproduced or inconclusive",
+        help="check each paper's claims (claims/*.toml) on the benchmark: reproduced, direction only, not reproduced, "
+        "inconclusive, invalid premise or untestable",
         description="Run what the claims need (through the sweep: finished runs are skipped), then write reproduce.md and "
         "reproduce.csv, one row per claim: the paper's figure, driftbench's (mean +/- std over seeds) and a verdict. "
         "Exit status 0 whatever the verdicts.",
@@ -552,7 +553,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     pool = PoolOptions(args.backend, args.jobs, quiet=args.quiet)
     report = reproduce(claims, tuple(args.seeds), args.scale, pool, Execution(args.device, args.out, threads=pool.threads))
     paths = write_report(report, args.report or args.out)
-    columns = ("paper", "id", "driftbench", "verdict", "reason")
+    columns = ("paper", "id", "kind", "paper_value", "ours", "ratio", "verdict", "reason")
     print(text_table([{k: row[k] for k in columns} for row in rows(report)]))
     print(report.headline())
     print(f"wrote {', '.join(str(p) for p in paths)}")

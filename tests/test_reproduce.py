@@ -14,8 +14,19 @@ from driftbench.methods.catalog import load_method
 from driftbench.record.schema import SCHEMA_VERSION, RoundRow, RunOverhead, Streaming, Summary, write_rounds
 from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
 from driftbench.reproduce.report import COLUMNS, read_report, report_section, row
-from driftbench.reproduce.run import Plan, Setting, evaluate, plan
-from driftbench.reproduce.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, UNTESTABLE, VERDICT_RULE
+from driftbench.reproduce.run import Plan, Setting, evaluate, finalize, plan
+from driftbench.reproduce.verdict import (
+    DIRECTION_ONLY,
+    INCONCLUSIVE,
+    INVALID_PREMISE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNTESTABLE,
+    VERDICT_RULE,
+    holm,
+    one_sided_p,
+    tost_p,
+)
 from driftbench.runner import Execution
 
 TINY = 'clients = 10, rounds = 4, "train.participants" = 5, "train.local_steps" = 2'
@@ -57,11 +68,14 @@ def claim_file(folder: Path, claims: str, name: str = "paper") -> Path:
     return path
 
 
-def one_claim(tmp_path: Path, methods: str, direction: str, metric: str = "final_accuracy", extra: str = ""):
+KIND = 'kind = "exact"\nunit = "points"\npaper_value = 10\n'  # an exact claim on an effect of 10 points
+
+
+def one_claim(tmp_path: Path, methods: str, direction: str, metric: str = "final_accuracy", extra: str = "", kind: str = KIND):
     """The one claim of a claim file with these methods, direction and metric."""
     table = (
         f'[[claims]]\nid = "c"\nwhere = "Table 1"\nclaim = "a claim"\ntrace = "static"\nmethods = {methods}\n'
-        f'metric = "{metric}"\ndirection = "{direction}"\npaper_figure = "1 vs 2"\n{extra}'
+        f'metric = "{metric}"\ndirection = "{direction}"\npaper_figure = "1 vs 2"\n{kind}{extra}'
     )
     (claim,) = read_claim_file(claim_file(tmp_path, table))
     return claim
@@ -161,7 +175,7 @@ BAD_CLAIMS = [
     ('[[claims]]\nid = "x"\n', "claims[0] (x): missing 'claim'"),
     ('[[claims]]\nid = "x"\nwhen = "now"\n', "claims[0] (x): unknown key 'when'"),
 ]
-CLAIM = 'id = "x"\nwhere = "T1"\nclaim = "c"\ntrace = "static"\npaper_figure = "1"\n'
+CLAIM = 'id = "x"\nwhere = "T1"\nclaim = "c"\ntrace = "static"\npaper_figure = "1"\n' + KIND
 BAD_FIELDS = [
     (
         'methods = ["a", "b"]\nmetric = "accuracy"\ndirection = "a > b"\n',
@@ -196,10 +210,15 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     with pytest.raises(ConfigError, match=r"unknown paper 'nope'; claim files in .*: paper"):
         load_claims(tmp_path, ["nope"])
     bundled = load_claims()
-    assert {c.paper for c in bundled} == {"fielding", "fedcm", "feddag", "mscfl", "cflgt"}
+    assert {c.paper for c in bundled} == {"fielding", "fedcm", "feddag", "mscfl", "cflgt"} and len(bundled) >= 40
+    assert all((c.paper_value is None) == (c.kind == "driftbench") for c in bundled)  # a paper claim has the paper's value
+    assert all(bool(c.difference) == (c.kind == "proxy") for c in bundled)
     runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
-    assert runs.untestable == {} and runs.runs == len({(s, j.method) for s, jobs in runs.jobs.items() for j in jobs})
-    assert runs.runs < sum(len(c.runs) for c in bundled)  # claims share runs
+    assert runs.untestable == {c.key: f"workload differs: {c.workload}" for c in bundled if c.workload}
+    distinct = {(s, j.method, tuple(sorted(j.method_sets.items()))) for s, jobs in runs.jobs.items() for j in jobs}
+    assert runs.runs == len(distinct) < sum(len(c.runs) for c in bundled)  # claims share runs
+    folders = [j.execution.out / j.label for jobs in runs.jobs.values() for j in jobs]
+    assert len(set(folders)) == len(folders)  # a method with a claim's overrides gets a run folder of its own
 
 
 def test_claims_that_cannot_run_are_untestable_with_the_reason(tmp_path):
@@ -207,7 +226,7 @@ def test_claims_that_cannot_run_are_untestable_with_the_reason(tmp_path):
         a, b = direction.split(" > ")
         return (
             f'[[claims]]\nid = "{a}-{trace}"\nwhere = "T"\nclaim = "c"\ntrace = "{trace}"\nmethods = ["{a}", "{b}"]\n'
-            f'metric = "final_accuracy"\ndirection = "{direction}"\npaper_figure = "1"\n'
+            f'metric = "final_accuracy"\ndirection = "{direction}"\npaper_figure = "1"\n{KIND}'
         )
 
     text = claim("static", "fedcm-nomigrate > fedcm") + claim("nowhere", "fedavg > oracle") + claim("static", "fedavg > oracle")
@@ -232,13 +251,13 @@ def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
     tables = (
         f'[[claims]]\nid = "oracle"\nwhere = "Table 1"\nclaim = "the oracle ends above FedAvg"\ntrace = "static"\n'
         f'set = {{ {TINY} }}\nmethods = ["oracle", "fedavg"]\nmetric = "final_accuracy"\ndirection = "oracle > fedavg"\n'
-        f'paper_figure = "0.9 vs 0.6"\n'
+        f'paper_figure = "0.9 vs 0.6"\n{KIND}'
         f'[[claims]]\nid = "lr"\nwhere = "Table 2"\nclaim = "a larger step helps"\ntrace = "static"\n'
         f'set = {{ {TINY}, "train.lr" = 0.2 }}\nmethods = ["oracle", "fedavg"]\nmetric = "tta_speedup"\n'
-        f'direction = "oracle > fedavg"\npaper_figure = "2x"\n'
+        f'direction = "oracle > fedavg"\npaper_figure = "2x"\nkind = "exact"\nunit = "x"\npaper_value = 2\n'
         f'[[claims]]\nid = "missing"\nwhere = "Table 3"\nclaim = "no such variant"\ntrace = "static"\n'
         f'methods = ["fedcm-nomigrate", "fedcm"]\nmetric = "delta_permille"\ndirection = "fedcm-nomigrate < fedcm"\n'
-        f'paper_figure = "1 vs 27"\n'
+        f'paper_figure = "1 vs 27"\nkind = "exact"\nunit = "permille"\npaper_value = {{ fedcm-nomigrate = 1, fedcm = 27 }}\n'
     )
     claim_file(claims, tables, "tiny")
     claim_file(claims, "", "broken")
@@ -246,7 +265,8 @@ def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
     args += ["--out", str(tmp_path / "runs"), "--report", str(tmp_path / "report")]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "3 claims:" in out and "4 runs (4 ran, 0 up to date, 0 failed)" in out
+    assert "3 paper claims:" in out and "Holm over each paper's claims" in out
+    assert "4 runs (4 ran, 0 up to date, 0 failed)" in out
     rows = read_report(tmp_path / "report/reproduce.csv")
     assert [r["id"] for r in rows] == ["oracle", "lr", "missing"] and list(rows[0]) == list(COLUMNS)
     assert rows[0]["verdict"] in (INCONCLUSIVE, NOT_REPRODUCED) and rows[0]["driftbench"].startswith("final_accuracy: oracle ")
@@ -256,7 +276,8 @@ def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
     assert (tmp_path / f"runs/{tiny}/static/oracle/seed0/summary.json").is_file()
     assert (tmp_path / "runs/static+clients=10,rounds=4,train.local_steps=2,train.lr=0.2,train.participants=5").is_dir()
     markdown = (tmp_path / "report/reproduce.md").read_text()
-    assert VERDICT_RULE in markdown and "| A paper | oracle | Table 1 | the oracle ends above FedAvg | 0.9 vs 0.6 |" in markdown
+    first = "| A paper | oracle | exact | Table 1 | the oracle ends above FedAvg | 0.9 vs 0.6 | 10 points |"
+    assert VERDICT_RULE in markdown and first in markdown
     assert report_section(rows).rows[2]["verdict"] == UNTESTABLE
     report_in_runs = tmp_path / "runs/reproduce.csv"
     report_in_runs.write_bytes((tmp_path / "report/reproduce.csv").read_bytes())
@@ -316,3 +337,141 @@ def test_figure6_claims_set_fielding_with_a_flower_strategy_against_that_strateg
     monkeypatch.setitem(sys.modules, "flwr.server", None)  # as if flwr were not installed
     untestable = plan(figure6, (0,), "embedded", Execution(out=tmp_path)).untestable
     assert len(untestable) == 4 and all("pip install 'driftbench[flower]'" in reason for reason in untestable.values())
+
+
+def test_holm_and_tost_on_hand_made_numbers():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])  # 3 x 0.01; then max(2 x 0.03, 0.03); 0.04 -> 0.06
+    assert holm([0.5]) == [0.5] and holm([0.6, 0.6]) == [1.0, 1.0]
+    assert one_sided_p([0.1, 0.1, 0.1]) < 1e-12 and one_sided_p([-0.1, -0.1]) == 1.0 and one_sided_p([0.2]) == 1.0
+    assert one_sided_p([0.1, 0.2, 0.15]) == pytest.approx(0.0175, abs=1e-4)  # t = 5.196 on 2 degrees of freedom
+    assert tost_p([0.01, -0.02, 0.0, 0.01], 0.5) < 0.001  # well inside +/- 0.5
+    assert tost_p([0.4, 0.6, 0.5, 0.55], 0.5) > 0.3  # at the margin: not shown equivalent
+    assert tost_p([0.1, -0.1, 0.1, -0.1], 0.5) == pytest.approx(
+        max(one_sided_p([0.4, 0.6, 0.4, 0.6]), one_sided_p([0.6, 0.4] * 2))
+    )
+
+
+def test_an_effect_more_than_3x_off_the_papers_holds_as_a_direction_only(tmp_path):
+    claim = one_claim(tmp_path, '["a", "b"]', "a > b")  # the paper's effect: 10 points
+    close = evaluate(claim, seeds(a=[0.70, 0.71, 0.72], b=[0.60, 0.61, 0.61]))  # +10.3 points
+    far = evaluate(claim, seeds(a=[0.95, 0.96, 0.97], b=[0.60, 0.61, 0.61]))  # +35.3 points
+    small = evaluate(claim, seeds(a=[0.63, 0.64, 0.64], b=[0.60, 0.61, 0.61]))  # +3 points
+    assert close.paper == 10 and close.ours == pytest.approx(10.33, abs=0.01) and close.ratio == pytest.approx(1.033, abs=0.001)
+    assert [r.verdict for r in finalize([close])] == [REPRODUCED]
+    assert far.ratio == pytest.approx(3.53, abs=0.01) and [r.verdict for r in finalize([far])] == [DIRECTION_ONLY]
+    assert small.ratio == pytest.approx(0.3, abs=0.001) and [r.verdict for r in finalize([small])] == [DIRECTION_ONLY]
+    row_far = row(finalize([far])[0])
+    assert (row_far["paper_value"], row_far["ours"], row_far["ratio"], row_far["kind"]) == (
+        "10 points",
+        "35.3 points",
+        "3.5",
+        "exact",
+    )
+    table = one_claim(
+        tmp_path, '["a", "b"]', "a < b", kind='kind = "exact"\nunit = "permille"\npaper_value = { a = 1, b = 27 }\n'
+    )
+    assert evaluate(table, seeds(a=[1.0, 2.0, 3.0], b=[80.0, 82.0, 81.0])).ratio == pytest.approx(79 / 26)
+
+
+def test_holm_over_a_papers_claims_keeps_its_driftbench_claims_apart(tmp_path):
+    claim = one_claim(tmp_path, '["a", "b"]', "a > b")
+    own = replace(claim, kind="driftbench", paper_value=None)
+    alone = evaluate(claim, seeds(a=[0.70, 0.67, 0.73], b=[0.60, 0.60, 0.60]))  # one-sided p 0.014
+    assert alone.verdict == REPRODUCED and 0.025 / 3 < (alone.p or 0) < 0.025
+    three = finalize([alone, alone, alone])  # Holm: the smallest p times 3 is above 0.025
+    assert [r.verdict for r in three] == [INCONCLUSIVE] * 3 and "Holm over 3 claims" in three[0].reason
+    mixed = finalize([alone, replace(alone, claim=own), replace(alone, claim=own)])
+    assert mixed[0].verdict == REPRODUCED and "Holm over 1 claims" in mixed[0].reason  # the paper's family is one claim
+
+
+def test_a_failed_premise_gives_invalid_premise_with_the_failing_value(tmp_path):
+    premise = 'premises = ["final_accuracy: oracle > a by 0.05", "none degenerate"]\n'
+    claim = one_claim(tmp_path, '["a", "b"]', "a > b", extra=premise)
+    assert claim.runs == ("a", "b", "oracle")
+    runs = seeds(a=[0.80, 0.81, 0.82], b=[0.60, 0.61, 0.61], oracle=[0.83, 0.84, 0.85])
+    result = evaluate(claim, runs)
+    assert result.verdict == INVALID_PREMISE and result.p is None
+    assert result.reason == "premise 'final_accuracy: oracle > a by 0.05' fails: oracle 0.840, a 0.810"
+    assert finalize([result])[0].verdict == INVALID_PREMISE
+    roomy = {s: {**by, "oracle": replace(by["oracle"], final_accuracy=0.95)} for s, by in runs.items()}
+    assert evaluate(claim, roomy).verdict == REPRODUCED
+    roomy[1]["b"] = replace(roomy[1]["b"], degenerate=("one_cluster",))
+    assert evaluate(claim, roomy).reason == "premise 'none degenerate' fails: b one_cluster at seed 1"
+    within = one_claim(tmp_path, '["a", "b"]', "a > b", extra='premises = ["final_accuracy: a = b within 0.03"]\n')
+    assert evaluate(within, runs).reason == "premise 'final_accuracy: a = b within 0.03' fails: a 0.810, b 0.607"
+
+
+def rounds_run(folder: Path, name: str, accuracy: list[float], **fields) -> Summary:
+    """A summary with a rounds.csv of these accuracies, one evaluation every 10 simulated seconds."""
+    folder.mkdir(parents=True)
+    rows = [RoundRow(r, 10.0 * (r + 1), 0.0, a, a, a, 0, float("nan"), 1, 0.0, 0.0, 0, 0) for r, a in enumerate(accuracy)]
+    write_rounds(folder / "rounds.csv", rows)
+    return replace(BASE, method=name, final_accuracy=fields.pop("final", accuracy[-1]), run_dir=str(folder), **fields)
+
+
+def test_a_run_that_never_reaches_the_target_gives_no_speed_up(tmp_path):
+    target = rounds_run(tmp_path / "t", "fedavg", [0.1, 0.5, 0.6, 0.6, 0.6])
+    fast = rounds_run(tmp_path / "f", "fielding", [0.7, 0.7, 0.7, 0.7, 0.7])
+    never = rounds_run(tmp_path / "n", "never", [0.1, 0.2, 0.2, 0.2, 0.2])
+    claim = one_claim(tmp_path, '["fielding", "never"]', "fielding > never", "tta_speedup")
+    runs = {s: {"fielding": fast, "never": never, "fedavg": target} for s in range(3)}
+    assert evaluate(claim, runs).verdict == REPRODUCED  # the slower side is charged its end time (a bound)
+    flipped = one_claim(tmp_path, '["never", "fielding"]', "never > fielding", "tta_speedup")
+    result = evaluate(flipped, runs)
+    assert result.verdict == NOT_REPRODUCED
+    assert result.reason == "never never reaches fedavg's final accuracy at seed 0, 1, 2: no speed-up there"
+
+
+def test_peak_accuracy_and_the_delta_against_the_no_drift_twin(tmp_path):
+    peak = one_claim(tmp_path, '["a", "b"]', "a > b", "peak_accuracy")
+    a = rounds_run(tmp_path / "a", "a", [0.2, 0.9, 0.5])
+    b = rounds_run(tmp_path / "b", "b", [0.2, 0.6, 0.7])
+    result = evaluate(peak, {s: {"a": a, "b": b} for s in range(2)})
+    assert result.figure == "peak_accuracy: a 0.900 ± 0.000; b 0.700 ± 0.000" and result.ours == pytest.approx(20)
+    twin = "twin = { fraction = 0 }\n"
+    delta = one_claim(tmp_path, '["fedcm", "star"]', "fedcm < star", "delta_permille_stable", twin)
+    assert delta.twin == {"fraction": "0"}
+    runs = seeds(fedcm=[0.90, 0.89], star=[0.80, 0.81])
+    twins = seeds(fedcm=[0.90, 0.90], star=[0.90, 0.90])
+    result = evaluate(delta, runs, twins)  # delta: (0.90 - final) / 0.90 x 1000
+    assert result.figure.startswith("delta_permille_stable: fedcm 5.56 ± 7.86; star 106 ± 7.86")
+    with pytest.raises(ConfigError, match=r"\(c\): twin: a delta_permille_stable claim, and only it"):
+        one_claim(tmp_path, '["fedcm", "star"]', "fedcm < star", "delta_permille_stable")
+
+
+def test_method_overrides_give_runs_of_their_own(tmp_path):
+    claim = one_claim(tmp_path, '["cflgt", "ifca"]', "cflgt > ifca", extra="method_set = { ifca = { k = 5 } }\n")
+    other = replace(one_claim(tmp_path, '["cflgt", "ifca"]', "cflgt > ifca"), id="d")
+    runs = plan([claim, other], (0,), "embedded", Execution(out=tmp_path))
+    jobs = runs.jobs[Setting("static", ())]
+    assert sorted((j.method, str(j.method_sets)) for j in jobs) == [("cflgt", "{}"), ("ifca", "{'k': '5'}"), ("ifca", "{}")]
+    assert {str(j.execution.out.relative_to(tmp_path.resolve())) for j in jobs} == {".", "ifca+k=5"}
+    assert claim.method_run("ifca").label == "ifca(k=5)"
+    bad = replace(claim, method_sets={"ifca": {"kk": "5"}})
+    assert "--set method (ifca): unknown key 'kk'" in plan([bad], (0,), "embedded", Execution(out=tmp_path)).untestable["paper/c"]
+
+
+BAD_VALUES = [
+    ('kind = "exact"\nunit = "points"\n', "claims[0] (x): missing 'paper_value': the paper's figure as a number"),
+    ('kind = "guess"\nunit = "points"\npaper_value = 1\n', "claims[0] (x): kind 'guess': allowed: exact, proxy, driftbench"),
+    ('kind = "exact"\nunit = "pts"\npaper_value = 1\n', "claims[0] (x): unit 'pts': allowed: points"),
+    ('kind = "exact"\nunit = "points"\npaper_value = "high"\n', "claims[0] (x): paper_value 'high': expected a number"),
+    ('kind = "exact"\nunit = "points"\npaper_value = { a = 1 }\n', "paper_value {'a': 1}: expected a number (the effect) or"),
+    ('kind = "proxy"\nunit = "points"\npaper_value = 1\n', "claims[0] (x): difference: a proxy claim, and only it"),
+    ('kind = "driftbench"\nunit = "points"\npaper_value = 1\n', "paper_value: a driftbench claim is on a figure the paper"),
+    (KIND + 'premises = ["accuracy: a > b"]\n', "claims[0] (x): premises[0]: metric 'accuracy': allowed: final_accuracy"),
+    (KIND + 'premises = ["a > b"]\n', "claims[0] (x): premises[0]: 'a > b': expected"),
+    (KIND + 'premises = ["final_accuracy: increasing"]\n', "premises[0]: methods: an ordering needs at least two methods"),
+    (KIND + "method_set = { c = { k = 5 } }\n", "claims[0] (x): method_set: 'c' is not one of the claim's runs ['a', 'b']"),
+    (KIND + 'workload = " "\n', "claims[0] (x): workload: expected one line"),
+]
+
+
+@pytest.mark.parametrize(("fields", "message"), BAD_VALUES)
+def test_a_bad_paper_value_kind_or_premise_is_one_line_naming_the_file_claim_and_field(tmp_path, fields, message):
+    text = '[[claims]]\nid = "x"\nwhere = "T1"\nclaim = "c"\ntrace = "static"\npaper_figure = "1"\n'
+    text += f'methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "a > b"\n{fields}'
+    path = claim_file(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        read_claim_file(path)
+    assert str(error.value).startswith(f"{path}: ") and message in str(error.value) and "\n" not in str(error.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,26 @@ CLAIM_KEYS = {
     "target": str,
     "direction": str,
     "paper_figure": str,
+    "kind": str,
+    "difference": str,
+    "unit": str,
+    "effect": str,
+    "premises": list,
+    "method_set": dict,
+    "twin": dict,
+    "protocol": str,
+    "workload": str,
     "diagnosis": dict,
-}
-OPTIONAL_CLAIM_KEYS = {"set", "target", "diagnosis"}
+}  # paper_value (a number or a table) is checked on its own
+VALUE_KEY = "paper_value"
+OPTIONAL_CLAIM_KEYS = {"set", "target", "diagnosis", "difference", "effect", "premises", "method_set", "twin", "protocol"}
+OPTIONAL_CLAIM_KEYS |= {"workload"}
+# exact: the paper's metric; proxy: another metric standing in for it (``difference`` says how); driftbench: a
+# figure the paper does not report, judged apart from the paper's claims
+KINDS = ("exact", "proxy", "driftbench")
+UNITS = {"points": 100.0, "permille": 1.0, "x": 1.0, "seconds": 1.0, "count": 1.0, "ari": 1.0}  # unit -> ours' scale
+EFFECTS = ("difference", "ratio")  # how the paper's effect and ours are formed from the methods' values
+DEGENERATE_PREMISE = "none degenerate"
 DIAGNOSIS_KEYS = {"kind": str, "evidence": str}
 # what a claim that does not reproduce (or stays inconclusive) is found to be; "fixed" names the bug and its regression test
 DIAGNOSIS_KINDS = ("implementation verified", "workload differs", "fixed")
@@ -47,27 +64,64 @@ def _mean_or_none(values: list[float]) -> float | None:
 
 
 @dataclass(frozen=True)
+class Context:
+    """What a run's metric may read beside the run: the time-to-accuracy target's run and the no-drift twin's run."""
+
+    target: Summary | None = None
+    twin: Summary | None = None
+
+
+@dataclass(frozen=True)
 class Metric:
     """A per-run number a claim compares: how to read it from a summary, why it may be missing, and how it is shown."""
 
-    read: Callable[[Summary, Summary | None], float | None]  # (run, the time-to-accuracy target's run) -> value
+    read: Callable[[Summary, Context], float | None]  # (run, its context) -> value
     missing: str  # why a run has no value
     fmt: str = "{:.3g}"
     shown: Callable[[float], float] = float  # the value as the report shows it
 
 
-def log_speed(summary: Summary, target: Summary | None) -> float:
-    """-ln(simulated hours to ``target``'s final accuracy): a pair's difference is the log of their speed-up ratio.
+def reaches(summary: Summary, target: Summary) -> bool:
+    """Whether the run reaches ``target``'s final accuracy as summaries define reaching it (``metrics.first_reach``)."""
+    rows = read_rounds(Path(summary.run_dir) / ROUNDS)
+    return first_reach(rows["accuracy_mean"].to_numpy(), target.final_accuracy) is not None
+
+
+def log_speed(summary: Summary, context: Context) -> float:
+    """-ln(simulated hours to the target's final accuracy): a pair's difference is the log of their speed-up ratio.
 
     The target is reached as in summaries (``metrics.first_reach``); a run that never reaches it
-    counts as reaching it at its end (a bound on its time).
+    counts as reaching it at its end, a bound on its time that only the slower side of a claim may
+    take (``run.evaluate``: the side claimed faster must reach the target).
     """
+    target = context.target
     assert target is not None  # every tta_speedup claim has a target method (parse_claim), whose run is planned
     rows = read_rounds(Path(summary.run_dir) / ROUNDS)
     accuracy, seconds = rows["accuracy_mean"].to_numpy(), rows["sim_seconds"].to_numpy()
     first = first_reach(accuracy, target.final_accuracy)
     reached = seconds[-1] if first is None else crossing_seconds(seconds, accuracy, first, target.final_accuracy)
     return -math.log(float(reached) / 3600)
+
+
+def peak_accuracy(summary: Summary, _: Context) -> float | None:
+    """The highest client-mean accuracy over the run's evaluations (the figure MSCFL's Table 1 reports)."""
+    accuracy = read_rounds(Path(summary.run_dir) / ROUNDS)["accuracy_mean"].to_numpy()
+    return float(np.nanmax(accuracy)) if accuracy.size else None
+
+
+def stable_delta(summary: Summary, context: Context) -> float | None:
+    """Fed-CM's Delta: (Stable - final) / Stable x 1000, Stable the final accuracy of the same method without the drift.
+
+    Stable is the twin run's: the claim's trace with its drift removed (``twin``), same method and seed.
+    """
+    twin = context.twin
+    assert twin is not None  # a delta_permille_stable claim has a twin (parse_claim), whose run is planned
+    return (twin.final_accuracy - summary.final_accuracy) / twin.final_accuracy * 1000
+
+
+def pre_drift(summary: Summary, _: Context) -> float | None:
+    """The mean accuracy of the evaluations before the first drift event (its recovery record's ``pre``)."""
+    return next((r.pre for r in summary.recovery if r.pre is not None), None)
 
 
 METRICS: dict[str, Metric] = {
@@ -91,6 +145,9 @@ METRICS: dict[str, Metric] = {
         lambda s, _: _mean_or_none([r.delta_permille for r in s.recovery if r.delta_permille is not None]),
         "no drift event with an evaluation before it",
     ),
+    "delta_permille_stable": Metric(stable_delta, "no final accuracy"),
+    "peak_accuracy": Metric(peak_accuracy, "no evaluation", "{:.3f}"),
+    "pre_drift_accuracy": Metric(pre_drift, "no evaluation before a drift event", "{:.3f}"),
     "ari_mean": Metric(lambda s, _: s.ari_mean, "no evaluation whose ground truth has >= 2 groups", "{:.3f}"),
     "n_clusters_final": Metric(lambda s, _: s.n_clusters_final, "no cluster count"),
     "cluster_seconds": Metric(lambda s, _: s.overhead.cluster_seconds, "no server time"),
@@ -188,8 +245,66 @@ def parse_diagnosis(table: dict[str, Any], where: str) -> Diagnosis:
 
 
 @dataclass(frozen=True)
+class Premise:
+    """What must hold for a claim's comparison to mean the paper's: a metric's relation on the seed means, or no degeneracy."""
+
+    text: str
+    metric: str | None  # None: the ``none degenerate`` premise over the claim's methods
+    direction: Direction | None = None
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The methods the premise reads."""
+        return self.direction.methods if self.direction else ()
+
+
+PREMISES = f'"METRIC: A > B by X", "METRIC: A = B within X" (the direction grammar) or "{DEGENERATE_PREMISE}"'
+
+
+def parse_premise(text: Any, where: str) -> Premise:
+    """One entry of a claim's ``premises``; an unknown metric or a bad relation is a ConfigError naming ``where``."""
+    require(isinstance(text, str) and bool(text.strip()), f"{where}: expected {PREMISES}, got {text!r}")
+    if text.strip() == DEGENERATE_PREMISE:
+        return Premise(text.strip(), None)
+    metric, sep, relation = text.partition(":")
+    require(bool(sep), f"{where}: {text!r}: expected {PREMISES}")
+    metric = metric.strip()
+    require(metric in metric_names(), f"{where}: metric {metric!r}: allowed: {', '.join(metric_names())}")
+    methods = tuple(dict.fromkeys(re.findall(r"[^\s<>=]+", relation.split(" by ")[0].split(" within ")[0])))
+    direction = parse_direction(relation, methods, where)
+    require(direction.relation in (">", "<", "="), f"{where}: {text!r}: a premise compares two methods")
+    return Premise(" ".join(text.split()), metric, direction)
+
+
+PaperValue = float | dict[str, float]
+
+
+def parse_paper_value(table: dict[str, Any], kind: str, methods: tuple[str, ...], where: str) -> PaperValue | None:
+    """The paper's figure as data: one number (the effect) or one per compared method; a driftbench claim has none."""
+    value = table.get(VALUE_KEY)
+    if kind == "driftbench":
+        require(value is None, f"{where}: {VALUE_KEY}: a driftbench claim is on a figure the paper does not report")
+        return None
+    allowed = f"a number (the effect) or a table of a number per method {list(methods)}"
+    require(value is not None, f"{where}: missing {VALUE_KEY!r}: the paper's figure as {allowed}")
+    if isinstance(value, dict):
+        require(
+            sorted(value) == sorted(methods) and all(_is_number(v) for v in value.values()),
+            f"{where}: {VALUE_KEY} {value!r}: expected {allowed}",
+        )
+        return {m: float(v) for m, v in value.items()}
+    require(_is_number(value), f"{where}: {VALUE_KEY} {value!r}: expected {allowed}")
+    assert value is not None  # require()d above
+    return float(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
 class Claim:
-    """One claim of one paper: where it is, the setting it runs in, what it compares and the paper's figure."""
+    """One claim of one paper: where it is, the setting it runs in, what it compares and the paper's figure as data."""
 
     paper: str  # the claim file's name (``driftbench reproduce PAPER``)
     title: str  # the paper as the report names it
@@ -201,6 +316,16 @@ class Claim:
     metric: str
     direction: Direction
     paper_figure: str
+    kind: str = "exact"  # KINDS
+    unit: str = "points"  # UNITS: the unit of paper_value; driftbench's values are scaled to it
+    paper_value: PaperValue | None = None  # the effect, or each method's value (None for a driftbench claim)
+    difference: str | None = None  # a proxy's metric against the paper's, in one line
+    effect: str = "difference"  # EFFECTS; a time-to-accuracy claim's effect is always the speed-up ratio
+    premises: tuple[Premise, ...] = ()
+    method_sets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # method -> its parameter overrides
+    twin: Mapping[str, str] | None = None  # trace overrides that remove the drift: the no-drift twin setting
+    protocol: str | None = None  # how the baselines are set, or which stands in for the paper's, in one line
+    workload: str | None = None  # the paper's workload that this trace does not build yet, in one line: not run
     target: str | None = None  # tta_speedup: the method whose final accuracy is the target (default FedAvg)
     diagnosis: Diagnosis | None = None  # why it does not reproduce, where that has been found out
 
@@ -211,13 +336,31 @@ class Claim:
 
     @property
     def runs(self) -> tuple[str, ...]:
-        """The methods whose runs the claim needs: its own and the time-to-accuracy target's."""
-        return tuple(dict.fromkeys([*self.methods, *([self.target] if self.target else [])]))
+        """The methods whose runs the claim needs: its own, the time-to-accuracy target's and its premises'."""
+        premised = [m for p in self.premises for m in p.methods]
+        return tuple(dict.fromkeys([*self.methods, *([self.target] if self.target else []), *premised]))
 
     @property
     def key(self) -> str:
         """``<paper>/<id>``."""
         return f"{self.paper}/{self.id}"
+
+    def method_run(self, method: str) -> MethodRun:
+        """The method with the claim's overrides of its parameters: what one run folder holds."""
+        return MethodRun(method, tuple(sorted(self.method_sets.get(method, {}).items())))
+
+
+@dataclass(frozen=True)
+class MethodRun:
+    """A method and the overrides of its parameters a claim gives it (its paper's protocol for that baseline)."""
+
+    name: str
+    sets: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        """``name`` or ``name(k=5)``."""
+        return self.name + (f"({','.join(f'{k}={v}' for k, v in self.sets)})" if self.sets else "")
 
 
 def claim_files(folder: Path) -> dict[str, Path]:
@@ -260,13 +403,11 @@ def read_claim_file(path: Path) -> list[Claim]:
 def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Claim:
     """One ``[[claims]]`` table."""
     where = f"{path}: claims[{index}]" + (f" ({table['id']})" if isinstance(table.get("id"), str) else "")
-    check_keys(table, CLAIM_KEYS, where)
+    check_keys(table, {**CLAIM_KEYS, VALUE_KEY: object}, where)
     check_types(table, CLAIM_KEYS, where)
     missing = sorted(set(CLAIM_KEYS) - OPTIONAL_CLAIM_KEYS - set(table))
     if missing:
-        raise ConfigError(
-            f"{where}: missing {missing[0]!r}; a claim has {', '.join(sorted(CLAIM_KEYS))} (set, target, diagnosis optional)"
-        )
+        raise ConfigError(f"{where}: missing {missing[0]!r}; a claim has {', '.join(sorted(CLAIM_KEYS))} (see docs/reproduce.md)")
     methods = table["methods"]
     require(
         bool(methods) and all(isinstance(m, str) and m for m in methods) and len(set(methods)) == len(methods),
@@ -277,8 +418,22 @@ def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Cl
         "target" not in table or table["metric"] == "tta_speedup",
         f"{where}: target: only a tta_speedup claim has a target method, this one's metric is {table['metric']!r}",
     )
+    require(
+        ("twin" in table) == (table["metric"] == "delta_permille_stable"),
+        f"{where}: twin: a delta_permille_stable claim, and only it, names its no-drift twin (trace overrides)",
+    )
+    kind, unit, effect = table["kind"], table["unit"], table.get("effect", "difference")
+    require(kind in KINDS, f"{where}: kind {kind!r}: allowed: {', '.join(KINDS)}")
+    require(unit in UNITS, f"{where}: unit {unit!r}: allowed: {', '.join(UNITS)}")
+    require(effect in EFFECTS, f"{where}: effect {effect!r}: allowed: {', '.join(EFFECTS)}")
+    require(
+        (kind == "proxy") == bool(str(table.get("difference", "")).strip()),
+        f"{where}: difference: a proxy claim, and only it, says in one line how its metric differs from the paper's",
+    )
+    direction = parse_direction(table["direction"], tuple(methods), where)
+    premises = tuple(parse_premise(p, f"{where}: premises[{i}]") for i, p in enumerate(table.get("premises", [])))
     target = table.get("target", REFERENCE) if table["metric"] == "tta_speedup" else None
-    return Claim(
+    claim = Claim(
         path.stem,
         title,
         table["id"],
@@ -287,8 +442,40 @@ def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Cl
         table["trace"],
         flat_sets(table.get("set", {})),
         table["metric"],
-        parse_direction(table["direction"], tuple(methods), where),
+        direction,
         table["paper_figure"],
-        target,
-        parse_diagnosis(table["diagnosis"], where) if "diagnosis" in table else None,
+        kind=kind,
+        unit=unit,
+        paper_value=parse_paper_value(table, kind, direction.methods, where),
+        difference=" ".join(table["difference"].split()) if "difference" in table else None,
+        effect=effect,
+        premises=premises,
+        method_sets=parse_method_sets(table.get("method_set", {}), where),
+        twin=flat_sets(table["twin"]) if "twin" in table else None,
+        protocol=one_line(table, "protocol", where),
+        workload=one_line(table, "workload", where),
+        target=target,
+        diagnosis=parse_diagnosis(table["diagnosis"], where) if "diagnosis" in table else None,
     )
+    stray = sorted(set(claim.method_sets) - set(claim.runs))
+    if stray:
+        raise ConfigError(f"{where}: method_set: {stray[0]!r} is not one of the claim's runs {list(claim.runs)}")
+    return claim
+
+
+def one_line(table: dict[str, Any], key: str, where: str) -> str | None:
+    """An optional one-line note (``protocol``, ``workload``); an empty one is a ConfigError naming ``where``."""
+    if key not in table:
+        return None
+    text = " ".join(table[key].split())
+    require(bool(text), f"{where}: {key}: expected one line, got an empty string")
+    return text
+
+
+def parse_method_sets(table: dict[str, Any], where: str) -> dict[str, dict[str, str]]:
+    """``method_set = { ifca = { k = 5 } }``: each method's parameter overrides as ``--set method.KEY`` strings."""
+    require(
+        all(isinstance(v, dict) and v for v in table.values()),
+        f"{where}: method_set: expected a table of parameter tables per method, e.g. {{ ifca = {{ k = 5 }} }}",
+    )
+    return {method: flat_sets(sets) for method, sets in table.items()}

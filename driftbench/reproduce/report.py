@@ -10,18 +10,24 @@ from driftbench.atomic import atomic_write
 from driftbench.config import require
 from driftbench.errors import ConfigError
 from driftbench.evaluation.html_page import Section
+from driftbench.reproduce.claims import Claim
 from driftbench.reproduce.run import ClaimResult, Report
 from driftbench.reproduce.verdict import REPRODUCED, RULE_TITLE, VERDICT_RULE
 
 COLUMNS = {  # report column -> its heading in reproduce.md and on the HTML page
     "paper": "paper",
     "id": "claim id",
+    "kind": "kind",
     "where": "where",
     "claim": "claim",
     "paper_figure": "paper's figure",
+    "paper_value": "paper's effect",
+    "ours": "ours",
+    "ratio": "ours/paper",
     "driftbench": "driftbench (mean ± std over seeds)",
     "verdict": "verdict",
     "reason": "reason",
+    "notes": "metric, protocol and workload notes",
     "diagnosis": "diagnosis",
 }
 REPORT_FILES = ("reproduce.md", "reproduce.csv")
@@ -35,8 +41,28 @@ def row(result: ClaimResult) -> dict[str, str]:
         diagnosis = str(c.diagnosis) if c.diagnosis and c.diagnosis.kind == "fixed" else "-"
     else:
         diagnosis = str(c.diagnosis) if c.diagnosis else NO_DIAGNOSIS
-    cells = [c.title, c.id, c.where, c.text, c.paper_figure, result.figure, result.verdict, result.reason, diagnosis]
-    return dict(zip(COLUMNS, cells, strict=True))
+    effect = [number(result.paper, c), number(result.ours, c), "-" if result.ratio is None else f"{result.ratio:.2g}"]
+    cells = [c.title, c.id, c.kind, c.where, c.text, c.paper_figure, *effect, result.figure, result.verdict, result.reason]
+    return dict(zip(COLUMNS, [*cells, notes(c), diagnosis], strict=True))
+
+
+def number(value: float | None, claim: Claim) -> str:
+    """An effect in the claim's unit (``x`` for a ratio), or ``-``."""
+    if value is None:
+        return "-"
+    unit = "x" if claim.metric == "tta_speedup" or claim.effect == "ratio" else claim.unit
+    return f"{value:.3g} {unit}"
+
+
+def notes(claim: Claim) -> str:
+    """The claim's proxy difference, protocol, premises and twin, on one line (``-`` if none)."""
+    parts = [
+        *([f"proxy: {claim.difference}"] if claim.difference else []),
+        *([f"protocol: {claim.protocol}"] if claim.protocol else []),
+        *([f"premises: {'; '.join(p.text for p in claim.premises)}"] if claim.premises else []),
+        *([f"no-drift twin: {', '.join(f'{k}={v}' for k, v in claim.twin.items())}"] if claim.twin else []),
+    ]
+    return " | ".join(parts) or "-"
 
 
 def rows(report: Report) -> list[dict[str, str]]:

@@ -24,8 +24,23 @@ from driftbench.methods import catalog as method_catalog
 from driftbench.methods.aggregators import PREFIX as FLOWER
 from driftbench.methods.aggregators import load_strategy
 from driftbench.record.schema import Summary
-from driftbench.reproduce.claims import Claim, metric_spec
-from driftbench.reproduce.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, UNTESTABLE, judge
+from driftbench.record.summarize import REFERENCE
+from driftbench.reproduce.claims import UNITS, Claim, Context, MethodRun, Premise, metric_spec, reaches
+from driftbench.reproduce.verdict import (
+    DIRECTION_ONLY,
+    INVALID_PREMISE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNTESTABLE,
+    VERDICTS,
+    Test,
+    adjusted,
+    holm,
+    magnitude,
+    one_sided_p,
+    test,
+    tost_p,
+)
 from driftbench.runner import Execution, PoolOptions, Request, RunJob, RunOutcome, check_trace, plan_jobs, run_pool
 
 log = logging.getLogger("driftbench")
@@ -50,12 +65,24 @@ class Setting:
             return out
         return out / re.sub(r"[^\w.=,+-]", "_", f"{self.trace}+" + ",".join(f"{k}={v}" for k, v in self.sets))
 
-    def request(self, methods: Sequence[str], seeds: tuple[int, ...]) -> Request:
-        """The runner's request for these methods and seeds."""
-        return Request({self.trace: {"scale": "embedded", **dict(self.sets)}}, tuple(methods), seeds)
+    def twin(self, claim: Claim) -> Setting:
+        """The claim's no-drift twin of this setting: its overrides and the claim's ``twin`` overrides."""
+        assert claim.twin is not None
+        return Setting(self.trace, tuple(sorted({**dict(self.sets), **claim.twin}.items())))
+
+    def run_folder(self, out: Path, method: MethodRun) -> Path:
+        """A method's runs' root: the setting's folder, and for a method with parameter overrides a folder of its own."""
+        folder = self.folder(out)
+        if not method.sets:
+            return folder
+        return folder / re.sub(r"[^\w.=,+-]", "_", f"{method.name}+" + ",".join(f"{k}={v}" for k, v in method.sets))
+
+    def request(self, method: MethodRun, seeds: tuple[int, ...]) -> Request:
+        """The runner's request for this method (with its overrides) and seeds."""
+        return Request({self.trace: {"scale": "embedded", **dict(self.sets)}}, (method.name,), seeds, dict(method.sets))
 
 
-RunKey = tuple[Setting, str, int]  # setting, method, seed
+RunKey = tuple[Setting, MethodRun, int]  # setting, method with its overrides, seed
 
 
 @dataclass(frozen=True)
@@ -81,75 +108,218 @@ class Plan:
 
 def untestable_reason(claim: Claim, scale: str) -> str | None:
     """Why the claim cannot be run (a missing method or variant, flwr for one, an unknown trace or scale); None if it can."""
+    if claim.workload:
+        return f"workload differs: {claim.workload}"
     known = method_catalog.catalog()
     absent = [m for m in claim.runs if m not in known and not m.startswith(FLOWER)]
     if absent:
         return f"method {absent[0]!r} is not in methods/ (driftbench list methods)"
     try:
         for name in claim.runs:
-            load_strategy(method_catalog.load_method(name).params)
+            load_strategy(method_catalog.load_method(name, dict(claim.method_run(name).sets)).params)
         check_trace(claim.trace, dict(Setting.of(claim, scale).sets))
     except DriftbenchError as exc:
         return " ".join(str(exc).split())
     return None
 
 
+def claim_needs(claim: Claim, scale: str) -> list[tuple[Setting, MethodRun]]:
+    """The runs a claim needs at each seed: its methods (with their overrides) in its setting, and in its no-drift twin."""
+    setting = Setting.of(claim, scale)
+    needs = [(setting, claim.method_run(m)) for m in claim.runs]
+    if claim.twin is not None:
+        needs += [(setting.twin(claim), claim.method_run(m)) for m in claim.methods]
+    return needs
+
+
 def plan(claims: Sequence[Claim], seeds: tuple[int, ...], scale: str, execution: Execution) -> Plan:
-    """The runs the claims need, one per setting, method and seed, planned by the runner (FedAvg first)."""
+    """The runs the claims need, one per setting, method (with its overrides) and seed, planned by the runner (FedAvg first)."""
     untestable: dict[str, str] = {}
-    needs: dict[Setting, list[str]] = {}
+    needs: dict[Setting, list[MethodRun]] = {}
     for claim in claims:
         reason = untestable_reason(claim, scale)
         if reason:
             untestable[claim.key] = reason
-        else:
-            needs.setdefault(Setting.of(claim, scale), []).extend(claim.runs)
+            continue
+        for setting, method in claim_needs(claim, scale):
+            needs.setdefault(setting, []).append(method)
     jobs = {
-        setting: plan_jobs(
-            setting.request(list(dict.fromkeys(methods)), seeds), replace(execution, out=setting.folder(execution.out))
-        )
+        setting: [
+            job
+            for method in dict.fromkeys(methods)
+            for job in plan_jobs(
+                setting.request(method, seeds), replace(execution, out=setting.run_folder(execution.out, method))
+            )
+        ]
         for setting, methods in needs.items()
     }
-    return Plan(jobs, untestable)
+    return Plan({s: sorted(j, key=lambda job: job.method != REFERENCE) for s, j in jobs.items()}, untestable)
+
+
+def method_run(job: RunJob) -> MethodRun:
+    """The method and overrides a job runs."""
+    return MethodRun(job.method, tuple(sorted(job.method_sets.items())))
 
 
 def execute_plan(runs: Plan, pool: PoolOptions) -> dict[RunKey, RunOutcome]:
     """Run every planned job through the sweep, one wave of settings at a time; each run's outcome."""
     outcomes: dict[RunKey, RunOutcome] = {}
     for wave in runs.waves():
-        keyed = [((setting, job.method, job.seed), job) for setting in wave for job in runs.jobs[setting]]
+        keyed = [((setting, method_run(job), job.seed), job) for setting in wave for job in runs.jobs[setting]]
         outcomes.update(zip([key for key, _ in keyed], run_pool([job for _, job in keyed], pool)))
     return outcomes
 
 
 @dataclass(frozen=True)
 class ClaimResult:
-    """A claim's verdict, why, and driftbench's figure."""
+    """A claim's verdict, why, driftbench's figure, its p-value and its effect beside the paper's."""
 
     claim: Claim
     verdict: str
     reason: str
     figure: str = "-"
+    p: float | None = None  # the test's p-value, before Holm (None: no test was made)
+    ours: float | None = None  # driftbench's effect in the paper's unit (a ratio for speed-ups)
+    paper: float | None = None  # the paper's effect
+
+    @property
+    def ratio(self) -> float | None:
+        """Our effect over the paper's; None without both."""
+        if self.ours is None or self.paper is None or self.paper == 0:
+            return None
+        return self.ours / self.paper
 
 
-def metric_value(claim: Claim, summary: Summary, runs: Mapping[str, Summary]) -> float | None:
-    """The claim's metric for one run; ``runs`` holds the same seed's runs (the time-to-accuracy target's among them)."""
-    value = metric_spec(claim.metric).read(summary, runs[claim.target] if claim.target else None)
+Runs = Mapping[int, Mapping[str, Summary]]  # seed -> method -> summary
+
+
+def metric_value(
+    claim: Claim, metric: str, method: str, runs: Mapping[str, Summary], twins: Mapping[str, Summary]
+) -> float | None:
+    """A metric of one method's run at one seed; ``runs`` and ``twins`` hold that seed's runs and no-drift twins."""
+    context = Context(runs[claim.target] if claim.target else None, twins.get(method))
+    value = metric_spec(metric).read(runs[method], context)
     return None if value is None else float(value)
 
 
-def evaluate(claim: Claim, runs: Mapping[int, Mapping[str, Summary]]) -> ClaimResult:
-    """The claim's verdict from its runs: seed -> method -> summary (every method of ``claim.runs`` at every seed)."""
+def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None) -> ClaimResult:
+    """The claim's test from its runs (every method of ``claim.runs`` at every seed; ``twins`` its no-drift twins).
+
+    Premises first, then the paired test; Holm and the paper's magnitude come after, over the paper (``finalize``).
+    """
     values: dict[str, list[float]] = {m: [] for m in claim.methods}
     for seed, by_method in sorted(runs.items()):
         for method in claim.methods:
-            value = metric_value(claim, by_method[method], by_method)
+            value = metric_value(claim, claim.metric, method, by_method, (twins or {}).get(seed, {}))
             if value is None:
                 return ClaimResult(claim, UNTESTABLE, f"{method}, seed {seed}: {metric_spec(claim.metric).missing}")
             values[method].append(value)
+    shown = figure(claim, values)
+    unmet = next((why for why in (premise_failure(claim, p, runs) for p in claim.premises) if why), None)
+    if unmet:
+        return ClaimResult(claim, INVALID_PREMISE, unmet, shown)
+    never = unreached(claim, runs)
+    if never:
+        return ClaimResult(claim, NOT_REPRODUCED, never, shown)
     statistics = [claim.direction.statistic({m: v[i] for m, v in values.items()}) for i in range(len(runs))]
-    verdict, reason = judge(statistics)
-    return ClaimResult(claim, verdict, reason, figure(claim, values))
+    if claim.direction.relation == "=":
+        a, b = claim.methods
+        p = tost_p(np.subtract(values[a], values[b]), claim.direction.margin)
+    else:
+        p = one_sided_p(statistics)
+    result = test(statistics, p)
+    return ClaimResult(claim, result.verdict, result.reason, shown, result.p, ours_effect(claim, values), paper_effect(claim))
+
+
+def premise_failure(claim: Claim, premise: Premise, runs: Runs) -> str | None:
+    """Why the premise fails on these runs, with the failing value; None when it holds (on the seed means)."""
+    if premise.metric is None:
+        flagged = [
+            f"{m} {'+'.join(s.degenerate)} at seed {seed}"
+            for seed, by in sorted(runs.items())
+            for m, s in by.items()
+            if s.degenerate
+        ]
+        return f"premise {premise.text!r} fails: {flagged[0]}" if flagged else None
+    assert premise.direction is not None
+    means: dict[str, float] = {}
+    for method in premise.methods:
+        seen = [metric_value(claim, premise.metric, method, by, {}) for _, by in sorted(runs.items())]
+        if any(v is None for v in seen):
+            return f"premise {premise.text!r} has no value: {method}: {metric_spec(premise.metric).missing}"
+        means[method] = float(np.mean([v for v in seen if v is not None]))
+    if premise.direction.statistic(means) >= 0:
+        return None
+    spec = metric_spec(premise.metric)
+    return f"premise {premise.text!r} fails: " + ", ".join(f"{m} {spec.fmt.format(v)}" for m, v in means.items())
+
+
+def unreached(claim: Claim, runs: Runs) -> str | None:
+    """For a time-to-accuracy claim: the seeds at which the method claimed faster never reaches the target (no speed-up)."""
+    if claim.target is None or claim.direction.relation not in (">", "<"):
+        return None
+    faster = claim.methods[0] if claim.direction.relation == ">" else claim.methods[1]
+    seeds = [seed for seed, by in sorted(runs.items()) if not reaches(by[faster], by[claim.target])]
+    if not seeds:
+        return None
+    return f"{faster} never reaches {claim.target}'s final accuracy at seed {', '.join(map(str, seeds))}: no speed-up there"
+
+
+def ends(claim: Claim) -> tuple[str, str] | None:
+    """The two methods whose values form the claim's effect, the larger-claimed first; None for "A = B within X"."""
+    d = claim.direction
+    pairs = {">": (0, -1), "<": (-1, 0), "decreasing": (0, -1), "increasing": (-1, 0)}
+    if d.relation not in pairs:
+        return None
+    hi, lo = pairs[d.relation]
+    return d.methods[hi], d.methods[lo]
+
+
+def form_effect(claim: Claim, hi: float, lo: float) -> float | None:
+    """The effect of two values: their difference, or their ratio (``effect = "ratio"``)."""
+    if claim.effect == "difference":
+        return hi - lo
+    return hi / lo if lo else None
+
+
+def ours_effect(claim: Claim, values: Mapping[str, list[float]]) -> float | None:
+    """driftbench's effect in the paper's unit: a speed-up (geometric mean) for time to accuracy, else from the seed means."""
+    pair = ends(claim)
+    if pair is None:
+        return None
+    hi, lo = (float(np.mean(values[m])) for m in pair)
+    if claim.metric == "tta_speedup":
+        return math.exp(hi - lo)  # values are -ln(time)
+    scale = UNITS[claim.unit]
+    return form_effect(claim, hi * scale, lo * scale)
+
+
+def paper_effect(claim: Claim) -> float | None:
+    """The paper's effect: its number, or the effect of its values for the two methods that form it."""
+    value, pair = claim.paper_value, ends(claim)
+    if value is None or not isinstance(value, dict):
+        return value
+    if pair is None:
+        return None
+    return value[pair[0]] / value[pair[1]] if claim.metric == "tta_speedup" else form_effect(claim, *(value[m] for m in pair))
+
+
+def finalize(results: Sequence[ClaimResult]) -> list[ClaimResult]:
+    """Holm over each paper's tested claims (its driftbench claims apart), then the paper's magnitude; the verdict rule."""
+    families: dict[tuple[str, bool], list[int]] = {}
+    for i, result in enumerate(results):
+        if result.p is not None:
+            families.setdefault((result.claim.paper, result.claim.kind == "driftbench"), []).append(i)
+    done = list(results)
+    for members in families.values():
+        for i, p_holm in zip(members, holm([results[i].p or 0.0 for i in members])):
+            r = results[i]
+            checked = adjusted(Test(r.verdict, r.reason, r.p or 0.0), p_holm, len(members))
+            verdict = checked.verdict
+            if verdict == REPRODUCED and not magnitude(r.ratio):
+                verdict = DIRECTION_ONLY
+            done[i] = replace(r, verdict=verdict, reason=checked.reason)
+    return done
 
 
 def figure(claim: Claim, values: Mapping[str, list[float]]) -> str:
@@ -162,7 +332,7 @@ def figure(claim: Claim, values: Mapping[str, list[float]]) -> str:
         return f"{mean} ± {spec.fmt.format(float(np.std(shown, ddof=1)))}" if len(v) > 1 else mean
 
     target = f" (time to {claim.target}'s final accuracy)" if claim.target else ""
-    text = f"{claim.metric}{target}: " + "; ".join(f"{m} {spread(v)}" for m, v in values.items())
+    text = f"{claim.metric}{target}: " + "; ".join(f"{claim.method_run(m).label} {spread(v)}" for m, v in values.items())
     if claim.target and len(claim.methods) == 2:
         a, b = claim.methods
         ratio = math.exp(float(np.mean(np.subtract(values[a], values[b]))))  # values are -ln(time)
@@ -171,13 +341,13 @@ def figure(claim: Claim, values: Mapping[str, list[float]]) -> str:
 
 
 def claim_runs(
-    claim: Claim, setting: Setting, seeds: tuple[int, ...], outcomes: Mapping[RunKey, RunOutcome]
+    claim: Claim, setting: Setting, seeds: tuple[int, ...], outcomes: Mapping[RunKey, RunOutcome], methods: Sequence[str]
 ) -> dict[int, dict[str, Summary]] | str:
-    """The claim's runs, seed -> method -> summary, or why one is missing (failed or diverged)."""
+    """The claim's runs of ``methods`` in ``setting``, seed -> method -> summary, or why one is missing (failed or diverged)."""
     runs: dict[int, dict[str, Summary]] = {}
     for seed in seeds:
-        for method in claim.runs:
-            outcome = outcomes[(setting, method, seed)]
+        for method in methods:
+            outcome = outcomes[(setting, claim.method_run(method), seed)]
             if outcome.summary is None:
                 return f"run {outcome.label} failed: {outcome.error}"
             if outcome.summary.status != "ok":
@@ -197,13 +367,18 @@ class Report:
     seconds: float = 0.0
 
     def headline(self) -> str:
-        """Seeds, scale, runs and wall time, and the verdict counts, on one line."""
+        """The paper claims' verdict counts, the driftbench claims' apart, then seeds, scale, runs and wall time."""
         states = [o.state for o in self.outcomes]
-        verdicts = [r.verdict for r in self.results]
-        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, UNTESTABLE))
+        paper = [r.verdict for r in self.results if r.claim.kind != "driftbench"]
+        own = [r.verdict for r in self.results if r.claim.kind == "driftbench"]
+
+        def counts(verdicts: list[str]) -> str:
+            return ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
+
         return (
-            f"{len(self.results)} claims: {counts}. Seeds {', '.join(map(str, self.seeds))}, scale {self.scale}; "
-            f"{len(states)} runs ({states.count('ran')} ran, {states.count('skipped')} up to date, "
+            f"{len(paper)} paper claims: {counts(paper)}. {len(own)} driftbench claims (figures the papers do not "
+            f"report): {counts(own)}. Holm over each paper's claims. Seeds {', '.join(map(str, self.seeds))}, scale "
+            f"{self.scale}; {len(states)} runs ({states.count('ran')} ran, {states.count('skipped')} up to date, "
             f"{states.count('failed')} failed) in {self.seconds / 60:.1f} min wall."
         )
 
@@ -219,6 +394,13 @@ def reproduce(claims: Sequence[Claim], seeds: tuple[int, ...], scale: str, pool:
         if claim.key in runs.untestable:
             results.append(ClaimResult(claim, UNTESTABLE, runs.untestable[claim.key]))
             continue
-        found = claim_runs(claim, Setting.of(claim, scale), seeds, outcomes)
-        results.append(ClaimResult(claim, UNTESTABLE, found) if isinstance(found, str) else evaluate(claim, found))
-    return Report(results, seeds, scale, list(outcomes.values()), time.perf_counter() - started)
+        setting = Setting.of(claim, scale)
+        found = claim_runs(claim, setting, seeds, outcomes, claim.runs)
+        twins = claim_runs(claim, setting.twin(claim), seeds, outcomes, claim.methods) if claim.twin else {}
+        missing = next((f for f in (found, twins) if isinstance(f, str)), None)
+        if missing is not None:
+            results.append(ClaimResult(claim, UNTESTABLE, missing))
+        else:
+            assert not isinstance(found, str) and not isinstance(twins, str)
+            results.append(evaluate(claim, found, twins))
+    return Report(finalize(results), seeds, scale, list(outcomes.values()), time.perf_counter() - started)

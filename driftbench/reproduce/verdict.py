@@ -1,21 +1,36 @@
-"""The verdict on a claim from its per-seed statistics: paired 95% intervals, as the leaderboard's comparisons.
+"""The verdict on a claim from its per-seed statistics: paired t-tests, Holm over each paper's claims, the paper's magnitude.
 
 Verdict rule. For each seed the claim's statistic e is computed from that seed's runs (one
 pair, or one set, of runs on the same trace and seed), positive when the claim holds at that
 seed. For "A > B" it is metric(A) - metric(B), for "A < B" metric(B) - metric(A), less X for
-"by X"; for "A = B within X" it is X - |metric(A) - metric(B)|; for "increasing" or
-"decreasing" over the claim's methods in order, the smallest step between neighbours in the
-claimed direction. A time-to-accuracy claim (tta_speedup) compares -ln(simulated time to the
-target method's final accuracy), so e for "A > B" is the log of A's speed-up over B, the
-paper's definition. A claim is reproduced if the 95% t-interval of the mean of e over seeds
-lies above 0, not reproduced if it lies below 0, and inconclusive otherwise (always with one
-seed), when the report says how many seeds would settle it at the observed spread. A claim
-whose method, variant, trace, data or runs are missing is untestable, and its row says why.
+"by X"; for "increasing" or "decreasing" over the claim's methods in order, the smallest step
+between neighbours in the claimed direction. A time-to-accuracy claim (tta_speedup) compares
+-ln(simulated time to the target method's final accuracy), so e for "A > B" is the log of A's
+speed-up over B, the paper's definition; the method claimed faster must reach the target at
+every seed, or the claim is not reproduced (a run that never reaches it gives no speed-up). Each
+claim's p-value is the one-sided paired t-test of mean(e) > 0; "A = B within X" is an
+equivalence test instead (TOST: both one-sided t-tests of |mean(A - B)| < X, p the larger). The
+p-values of each paper's claims are adjusted together by Holm's method (a paper's driftbench
+claims, on figures the paper does not report, form their own family). Before any test, a claim's
+premises must hold on the seed means, else its verdict is "invalid premise" with the failing
+value. A claim is reproduced if its Holm-adjusted p-value is below 0.025 (a 95% interval above 0
+for one claim alone) and its effect is within 3x of the paper's (ratio ours/paper between 1/3
+and 3; effects compared as differences in the paper's unit, or as ratios for speed-ups), and
+"direction only" if it passes the test but is more than 3x off. It is not reproduced if the 95%
+t-interval of mean(e) lies below 0, and inconclusive otherwise (always with one seed), when the
+report says how many seeds would settle it at the observed spread. A claim whose method,
+variant, trace, data or runs are missing, or whose paper workload the trace does not build yet,
+is untestable, and its row says why.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import t as student_t
 
 from driftbench.evaluation.paired import MAX_SEEDS, paired_interval, seeds_needed
 
@@ -23,22 +38,75 @@ RULE_TITLE = "Verdict rule. "
 # the rule is written once, in the module docstring; reports and the README quote it from here, on one line
 RULE_PARAGRAPH = next(p for p in (__doc__ or "").split("\n\n") if p.startswith(RULE_TITLE))
 VERDICT_RULE = " ".join(RULE_PARAGRAPH.removeprefix(RULE_TITLE).split())
-REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, UNTESTABLE = "reproduced", "not reproduced", "inconclusive", "untestable"
+REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED = "reproduced", "direction only", "not reproduced"
+INCONCLUSIVE, INVALID_PREMISE, UNTESTABLE = "inconclusive", "invalid premise", "untestable"
+VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, INVALID_PREMISE, UNTESTABLE)
+ALPHA = 0.025  # one-sided: a two-sided 95% interval above 0
+MAGNITUDE = 3.0  # an effect more than this factor off the paper's, with the right sign, holds as a direction only
 
 
-def judge(statistics: Sequence[float]) -> tuple[str, str]:
-    """The verdict rule (module docstring) on the claim's per-seed statistics, and the numbers behind it."""
+@dataclass(frozen=True)
+class Test:
+    """A claim's test at its seeds: the preliminary verdict, the numbers behind it and the p-value Holm adjusts."""
+
+    verdict: str
+    reason: str
+    p: float  # one-sided (or TOST) p-value of "the claim holds"
+
+
+def one_sided_p(values: Sequence[float] | np.ndarray) -> float:
+    """p-value of the one-sided paired t-test of mean > 0 (with no spread: 0 if the mean is above 0, else 1)."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        return 1.0
+    sd = float(x.std(ddof=1))
+    if sd == 0.0:
+        return 0.0 if x.mean() > 0 else 1.0
+    return float(student_t.sf(float(x.mean()) / (sd / math.sqrt(x.size)), x.size - 1))
+
+
+def tost_p(differences: Sequence[float] | np.ndarray, margin: float) -> float:
+    """Two one-sided tests that |mean difference| < ``margin``: the larger of the two p-values."""
+    d = np.asarray(differences, dtype=float)
+    return max(one_sided_p(margin - d), one_sided_p(d + margin))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order."""
+    p = np.asarray(p_values, dtype=float)
+    order = np.argsort(p)
+    steps = np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order])
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(steps, 1.0)
+    return [float(v) for v in adjusted]
+
+
+def test(statistics: Sequence[float], p: float) -> Test:
+    """The verdict rule's test (module docstring) on the claim's per-seed statistics and p-value, before Holm and magnitude."""
     interval = paired_interval(statistics)
     assert interval is not None  # a claim is judged on at least one seed
     held = sum(e > 0 for e in statistics)
     numbers = f"holds at {held}/{interval.n} seeds; mean margin {interval.mean:+.3g}"
     if interval.n < 2:
-        return INCONCLUSIVE, f"{numbers}; one seed gives no interval"
-    numbers += f", 95% interval [{interval.low:+.3g}, {interval.high:+.3g}]"
-    if interval.low > 0:
-        return REPRODUCED, numbers
+        return Test(INCONCLUSIVE, f"{numbers}; one seed gives no interval", 1.0)
+    numbers += f", 95% interval [{interval.low:+.3g}, {interval.high:+.3g}], p {p:.2g}"
+    if p < ALPHA:
+        return Test(REPRODUCED, numbers, p)
     if interval.high < 0:
-        return NOT_REPRODUCED, numbers
+        return Test(NOT_REPRODUCED, numbers, p)
     needed = seeds_needed(statistics)
     settle = f"about {needed} seeds would settle it" if needed else f"no number of seeds up to {MAX_SEEDS} would settle it"
-    return INCONCLUSIVE, f"{numbers}; at this spread {settle}"
+    return Test(INCONCLUSIVE, f"{numbers}; at this spread {settle}", p)
+
+
+def adjusted(result: Test, p_holm: float, family: int) -> Test:
+    """The test after Holm over a family of ``family`` claims: a pass whose adjusted p is not below ALPHA is inconclusive."""
+    reason = f"{result.reason}; Holm over {family} claims: p {p_holm:.2g}"
+    if result.verdict == REPRODUCED and p_holm >= ALPHA:
+        return Test(INCONCLUSIVE, reason, result.p)
+    return Test(result.verdict, reason, result.p)
+
+
+def magnitude(ratio: float | None) -> bool:
+    """Whether an effect ratio ours/paper is within MAGNITUDE either way (None: no paper effect to compare, so yes)."""
+    return ratio is None or 1 / MAGNITUDE <= ratio <= MAGNITUDE
