@@ -26,6 +26,7 @@ from driftbench.scheduler import Checkpointing, RunSpec, run
 from driftbench.traces.catalog import resolve
 from driftbench.traces.model import Trace
 
+SEED = 0  # every measured value quoted in the tests is at this seed
 SMALL = {"train_samples": "30", "test_samples": "10", "train.local_steps": "5", "train.eval_every": "1"}
 
 
@@ -94,16 +95,20 @@ class Replay:
 
 
 def replay(
-    trace: str, method: str, out: Path, sets: dict[str, Any] | None = None, method_sets: dict[str, Any] | None = None, seed: int = 0
+    trace: str,
+    method: str,
+    out: Path,
+    sets: dict[str, Any] | None = None,
+    method_sets: dict[str, Any] | None = None,
 ) -> Replay:
     """Run ``method`` (``method_sets`` as ``--set method.KEY``) on the catalog ``trace`` (``SMALL`` and ``sets`` as ``--set``)."""
     resolved = resolve(trace, {k: str(v) for k, v in {**SMALL, **(sets or {})}.items()})
     base = load_method(method, {k: str(v) for k, v in (method_sets or {}).items()} or None)
     spec = WatchedSpec(base.name, base.implementation, base.description, base.paper, base.params)
     summary = run(
-        RunSpec(resolved.trace, resolved.pool, resolved.train, spec, seed, "cpu", out, quiet=True, checkpointing=Checkpointing(0))
+        RunSpec(resolved.trace, resolved.pool, resolved.train, spec, SEED, "cpu", out, quiet=True, checkpointing=Checkpointing(0))
     )
-    folder = run_dir(out, resolved.trace.name, spec.name, seed)
+    folder = run_dir(out, resolved.trace.name, spec.name, SEED)
     return Replay(
         resolved.trace,
         summary,

@@ -23,7 +23,8 @@ def test_affinity_propagation_after_pretraining_finds_the_label_combinations_and
     """One cluster during pre-training; one ``recluster_global`` event, at round 25, whose clusters are the label
     combinations (ARI 1, 3 clusters; measured at seed 0: AP converged in 180 iterations); no change afterwards.
 
-    Fails when MUTATION.
+    Fails when Affinity Propagation is given the trajectory distances as similarities (``similarity = distances``
+    in ``affinity_clusters``): ARI 0.
     """
     assert (run.rounds.loc[: PRETRAIN - 1, "n_clusters"] == 1).all()
     assert run.kind("recluster_global")["round"].tolist() == [PRETRAIN]

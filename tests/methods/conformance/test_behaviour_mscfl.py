@@ -48,7 +48,7 @@ def test_reclusters_exactly_when_some_clients_masks_are_inconsistent(run):
     "200 samples per client; 0.12 at seeds 0 and 1 on label-shift digits rho = 0.5); the paper reports ~100%",
 )
 def test_the_first_clustering_by_mask_structure_recovers_the_groups(run):
-    """"Clustering Accuracy Comparison" and Figure 5(b): recorded after the first communication round, MSCFL's
+    """ "Clustering Accuracy Comparison" and Figure 5(b): recorded after the first communication round, MSCFL's
     clustering accuracy stays around 100% whatever the pruning ratios; here, ARI >= 0.9 after round 1.
     """
     assert run.rounds.loc[FIRST, "ari"] >= 0.9

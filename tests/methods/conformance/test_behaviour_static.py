@@ -25,7 +25,7 @@ def test_clusters_once_on_the_label_groups_and_never_changes_the_assignment(run)
     (ARI < 1; measured -0.17 at seed 0).
 
     Fails when the method re-clusters every round (the ``rnd == 0`` test in ``StaticClustering.plan`` dropped):
-    the partition then follows the drifted clients.
+    a ``recluster_global`` event in every round.
     """
     assert run.kind("recluster_global")["round"].tolist() == [0]
     assert [run.ari(r) for r in range(DRIFT)] == [1.0] * DRIFT
