@@ -3,7 +3,7 @@
 ``replay`` resolves ``--trace NAME --set KEY=VALUE`` and ``--set method.KEY=VALUE`` as ``driftbench run``
 does and runs ``driftbench.scheduler.run`` on CPU; the test then reads rounds.csv, events.csv,
 diagnostics.csv and summary.json. Where the record holds no per-round partition, ``Replay.partitions``
-holds the method's assignment after every round, and ``Replay.local_drift`` how far each round's
+holds the method's assignment after every round, and ``Replay.local_distance`` how far each round's
 participants moved from the model they started from (the method object is watched, never changed).
 """
 
@@ -35,7 +35,7 @@ class WatchedSpec(MethodSpec):
     """A method configuration whose instance's assignment and local training are copied out after every round."""
 
     partitions: list[np.ndarray] = field(default_factory=list, compare=False)
-    local_drift: list[float] = field(default_factory=list, compare=False)
+    local_distance: list[float] = field(default_factory=list, compare=False)
 
     def create(self) -> Method:
         """A fresh instance whose ``aggregate`` is watched (an instance attribute: the class stays untouched)."""
@@ -44,7 +44,7 @@ class WatchedSpec(MethodSpec):
 
         def watched(rnd: int, result: TrainResult) -> None:
             start = {n: p[torch.as_tensor(result.plan.start_models, device=p.device)] for n, p in method.models.items()}
-            self.local_drift.append(distance_moved(start, result.params))
+            self.local_distance.append(distance_moved(start, result.params))
             aggregate(rnd, result)
             self.partitions.append(method.assignment.copy())
 
@@ -68,7 +68,7 @@ class Replay:
     events: pd.DataFrame  # events.csv
     diagnostics: pd.DataFrame  # diagnostics.csv
     partitions: np.ndarray  # rounds x clients: the method's assignment after each round
-    local_drift: np.ndarray  # per round: participants' mean distance from their start model
+    local_distance: np.ndarray  # per round: participants' mean distance from their start model
 
     def truth(self, rnd: int) -> np.ndarray:
         """Every client's true group at round ``rnd``."""
@@ -116,5 +116,5 @@ def replay(
         read_events(folder / EVENTS),
         read_diagnostics(folder / DIAGNOSTICS),
         np.stack(spec.partitions),
-        np.asarray(spec.local_drift),
+        np.asarray(spec.local_distance),
     )

@@ -28,6 +28,6 @@ def test_local_models_stay_closer_to_the_global_model_than_fedavgs(runs):
     Fails when the plan drops the method's mu (``FedAvg.plan`` returning ``mu = 0``): FedProx then trains
     exactly as FedAvg and the distances are equal.
     """
-    prox, plain = runs["fedprox"].local_drift, runs["fedavg"].local_drift
+    prox, plain = runs["fedprox"].local_distance, runs["fedavg"].local_distance
     assert (prox < plain).all(), (prox / plain).round(4).tolist()
     assert (runs["fedprox"].rounds["n_clusters"] == 1).all()

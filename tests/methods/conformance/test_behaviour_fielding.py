@@ -22,12 +22,14 @@ def run(tmp_path_factory):
 def test_no_reclustering_without_drift_and_drifted_clients_move_to_their_new_group(run):
     """Rounds before the drift: only round 0's clustering (on the label groups, ARI 1). At the drift round a
     ``move`` event names exactly the drifted clients, and the clusters still match the label groups after it
-    (ARI 1; measured at seed 0: the moved clients' cluster reached diameter 0.67 > Delta = 0.1, so a global
-    re-clustering followed at round 4, as Algorithm 2 says).
+    (ARI 1). Global re-clusterings after round 0 happen exactly where the widest cluster exceeded Delta
+    (measured at seed 0: diameter 0.67 > Delta = 0.1 at round 4, so one re-clustering there).
 
     Fails when FIELDING moves no client (``Fielding.adjust`` leaving drifted clients in their cluster).
     """
-    assert run.kind("recluster_global")["round"].tolist()[0] == 0
-    assert not run.kind("recluster_global")["round"].between(1, DRIFT - 1).any()
+    reclustered = run.kind("recluster_global")["round"].tolist()
+    diameter, delta = run.measured("fielding_max_diameter"), run.measured("fielding_delta")
+    assert reclustered[0] == 0 and reclustered[1:] == diameter.index[diameter > delta].tolist()
+    assert not 0 < min(reclustered[1:], default=DRIFT) < DRIFT
     assert (run.rounds["ari"] == 1.0).all()
     assert run.clients("move", DRIFT) == set(run.trace.changed_at(DRIFT).tolist())
