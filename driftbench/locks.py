@@ -16,12 +16,12 @@ import json
 import logging
 import os
 import socket
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from time import sleep
 
 from driftbench.atomic import write_error
 from driftbench.errors import ConfigError, RunLocked
@@ -138,7 +138,7 @@ def run_lock(folder: Path, wait: bool = False) -> Iterator[Holder]:
             if not noted:
                 log.info("%s; waiting for it", exc)
                 noted = True
-            time.sleep(POLL_SECONDS)
+            sleep(POLL_SECONDS)
     try:
         yield me
     finally:
