@@ -89,9 +89,9 @@ def locked_error(folder: Path, holder: Holder) -> RunLocked:
 def claim(folder: Path) -> Holder:
     """Create ``folder``'s lock for this process, taking over a stale one; raise ``RunLocked`` when another holds it."""
     me = this_process()
-    folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{LOCK}.{me.pid}.tmp"
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps(asdict(me)) + "\n")
         while True:
             try:
@@ -108,7 +108,8 @@ def claim(folder: Path) -> Holder:
     except OSError as exc:
         raise write_error(exc, folder / LOCK, "creating the run lock") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def remove_if_held_by(folder: Path, holder: Holder) -> bool:
@@ -162,6 +163,10 @@ def unlock(paths: list[Path]) -> list[str]:
             continue
         if holder.host == socket.gethostname() and pid_running(holder.pid):
             raise ConfigError(f"unlock: {lock.parent} is locked by {holder}, which is running; stop it first")
-        if remove_if_held_by(lock.parent, holder):
+        try:
+            removed = remove_if_held_by(lock.parent, holder)
+        except OSError as exc:
+            raise write_error(exc, lock, "removing the run lock") from None
+        if removed:
             lines.append(f"unlocked {lock.parent} (was locked by {holder})")
     return lines
