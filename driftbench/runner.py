@@ -296,12 +296,13 @@ def reference_target(out: Path, summary: Summary) -> Target | None:
     return None
 
 
-def finalize_tta(jobs: list[RunJob], outcomes: list[RunOutcome]) -> list[RunOutcome]:
+def finalize_tta(jobs: list[RunJob], outcomes: list[RunOutcome], strict: bool = False) -> list[RunOutcome]:
     """The outcomes with each run's time-to-accuracy against its reference target, rewriting summary.json where it changes.
 
     Runs finish without waiting for their reference run; once all are done, a run without an
     explicit ``--target`` gets the target ``reference_target`` gives (its trace and seed's FedAvg
-    run), judged on its rounds.csv.
+    run), judged on its rounds.csv. A summary that cannot be rewritten makes its run failed, or with
+    ``strict`` raises its ``WriteError``.
     """
     done = []
     for job, outcome in zip(jobs, outcomes):
@@ -316,7 +317,10 @@ def finalize_tta(jobs: list[RunJob], outcomes: list[RunOutcome]) -> list[RunOutc
                     write_summary(folder / SUMMARY, summary)
                     outcome = replace(outcome, summary=summary)
                 except WriteError as exc:
+                    if strict:
+                        raise
                     outcome = failed(outcome.label, exc, outcome.seconds)
+                    log.warning("%s failed: %s", outcome.label, outcome.error)
         done.append(outcome)
     return done
 
@@ -404,7 +408,7 @@ def failed(label: str, exc: Exception, seconds: float) -> RunOutcome:
 
 def run_here(jobs: list[RunJob]) -> list[Summary]:
     """Execute the jobs one after another in this process, in order; return their summaries."""
-    outcomes = finalize_tta(jobs, [run_job(job) for job in jobs])
+    outcomes = finalize_tta(jobs, [run_job(job) for job in jobs], strict=True)
     return [outcome.summary for outcome in outcomes if outcome.summary is not None]
 
 

@@ -16,7 +16,7 @@ from driftbench.cli import main
 from driftbench.errors import RunLocked
 from driftbench.locks import LOCK, Holder, claim, read_holder, remove_if_held_by
 from driftbench.record.schema import read_summary
-from driftbench.runner import LOCKED, Execution, Request, execute, plan_jobs
+from driftbench.runner import LOCKED, Execution, PoolOptions, Request, execute, outcome_line, plan_jobs, run_pool
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = {"clients": "6", "rounds": "4", "train.participants": "3", "train.local_steps": "1"}
@@ -146,3 +146,16 @@ def test_a_sweep_job_reports_a_locked_run_or_waits_for_it(tmp_path, monkeypatch,
         outcome = execute(sweep_job(tmp_path, wait=True))
     assert waits == [locks.POLL_SECONDS] and outcome.state == "ran" and outcome.status == "ok"
     assert any(r.getMessage().endswith(f"driftbench unlock {folder}; waiting for it") for r in caplog.records)
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_a_pool_reports_a_locked_run_as_running_elsewhere_and_runs_the_others(backend, tmp_path):
+    if backend == "ray":
+        pytest.importorskip("ray", reason="Ray is not installed (pip install 'driftbench[ray]')")
+    holder = write_lock(tmp_path / FOLDER, "node7", 4242)
+    jobs = plan_jobs(Request({"label-swap": SETS}, ("fedavg", "oracle")), Execution("cpu", tmp_path))
+    outcomes = {o.label: o for o in run_pool(jobs, PoolOptions(backend, 2, quiet=True))}
+    assert outcomes[FOLDER].state == LOCKED and str(holder) in outcomes[FOLDER].error
+    assert outcomes["label-swap/oracle/seed0"].state == "ran"
+    assert outcome_line(list(outcomes.values())) == "1 ran, 0 skipped (up to date), 1 running elsewhere, 0 failed"
+    assert read_holder(tmp_path / FOLDER) == holder and not (tmp_path / FOLDER / "config.json").exists()
