@@ -193,8 +193,22 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", type=Path, default=Path("runs"), help="root of the run records (default runs/)")
     sweep.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="compute device (default auto)")
     add_sets(sweep, "KEY: for every trace; method.KEY for every method that has it")
+    sweep.add_argument(
+        "--wait-locked",
+        action="store_true",
+        help="wait for runs that another process is running (default: report them as running elsewhere and go on)",
+    )
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
     sweep.set_defaults(func=cmd_sweep)
+
+    unlock = sub.add_parser(
+        "unlock",
+        help="clear run locks left by a process that is gone (e.g. on another host)",
+        description="Remove the run.lock of each run folder given, or of every run below a runs folder. A lock held "
+        "by a process still running on this host is refused.",
+    )
+    unlock.add_argument("paths", nargs="+", type=Path, metavar="RUN_DIR", help="a run folder or a runs folder")
+    unlock.set_defaults(func=cmd_unlock)
 
     repro = sub.add_parser(
         "reproduce",
@@ -379,7 +393,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     methods = tuple(dict.fromkeys(m for item in args.method for m in item.split(",") if m))
     if len(methods) != 1 and args.jobs != 1:  # a comparison: the pool's fork server imports while this process does
         start_early()
-    from driftbench.runner import Execution, PoolOptions, Request, plan_jobs, run_here, run_pool, validate_jobs
+    from driftbench.runner import Execution, PoolOptions, Request, plan_jobs, run_here, run_pool, unfinished_exit, validate_jobs
     from driftbench.scheduler import Checkpointing
     from driftbench.traces.catalog import is_trace_file
 
@@ -403,6 +417,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     jobs = plan_jobs(request, execution)
     validate_jobs(jobs)
     workers = min(args.jobs or os.cpu_count() or 1, len(jobs))
+    unfinished = 0  # the exit status of a run that did not finish (a locked run, a failed write: 2)
     if workers == 1:
         summaries = run_here(jobs)
     else:
@@ -411,10 +426,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             [replace(j, execution=replace(j.execution, threads=pool.threads, quiet=True)) for j in jobs], pool, "run"
         )
         summaries = [o.summary for o in outcomes if o.summary is not None]  # a failed run was logged with its error
+        unfinished = unfinished_exit(outcomes)
         if not summaries:
-            return 1
+            return unfinished or 1
     print(format_table(summaries))
-    return 0 if len(summaries) == len(jobs) and all(s.status == "ok" for s in summaries) else 1
+    return unfinished or (0 if len(summaries) == len(jobs) and all(s.status == "ok" for s in summaries) else 1)
 
 
 def resume_command(argv: list[str]) -> str:
@@ -520,6 +536,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         Execution,
         PoolOptions,
         load_suite,
+        outcome_line,
         outcome_table,
         plan_jobs,
         run_pool,
@@ -531,15 +548,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     trace_sets, method_sets = split_method_sets(parse_sets(args.set))
     suite = load_suite(args.suite) if args.suite else None
     request = suite_request(suite, args.traces, args.methods, args.seeds, trace_sets, method_sets)
-    execution = Execution(args.device, args.out, threads=pool.threads)
+    execution = Execution(args.device, args.out, threads=pool.threads, wait_locked=args.wait_locked)
     jobs = plan_jobs(request, execution)
     if not args.address:  # the nodes of a joined Ray cluster may hold data that this machine lacks
         validate_jobs(jobs)
     outcomes = run_pool(jobs, pool)
     print(text_table(outcome_table(outcomes)))
-    states = [o.state for o in outcomes]
-    print(f"{states.count('ran')} ran, {states.count('skipped')} skipped (up to date), {states.count('failed')} failed")
+    print(outcome_line(outcomes))
     return 0 if all(o.status == "ok" for o in outcomes) else 1
+
+
+def cmd_unlock(args: argparse.Namespace) -> int:
+    """``driftbench unlock``."""
+    from driftbench.locks import unlock
+
+    print("\n".join(unlock(args.paths)))
+    return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

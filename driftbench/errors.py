@@ -31,3 +31,15 @@ class DataSourceError(DriftbenchError):
 
 class RunError(DriftbenchError):
     """A run failed while training or evaluating."""
+
+
+class WriteError(DriftbenchError):
+    """A file could not be written (no space, read-only folder, no permission); what was written before is intact."""
+
+    exit_code = 2
+
+
+class RunLocked(DriftbenchError):
+    """Another process holds the run folder's lock: it is running that run."""
+
+    exit_code = 2

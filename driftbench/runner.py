@@ -13,6 +13,10 @@ checkpoint). The hash leaves out the fields ``--resume`` also ignores (``VOLATIL
 device, git revision, versions): they describe the machine and checkout, not the
 experiment, so a sweep continued on another machine or after a commit keeps its finished
 runs. After a code change that changes results, sweep into a fresh ``--out`` folder.
+
+A job holds its run folder's lock (``driftbench.locks``) from the skip check to the end of the
+run, so two sweeps into one folder never run the same run: the second reports it as running
+elsewhere (or waits for it, ``wait_locked``) and goes on with the others.
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from driftbench.config import check_keys, read_toml, require
 from driftbench.discovery import ENV
 from driftbench.engine.device_data import resolve_device
-from driftbench.errors import ConfigError, DriftbenchError, RunError, TraceFileError
+from driftbench.errors import ConfigError, DriftbenchError, RunError, RunLocked, TraceFileError, WriteError
 from driftbench.forkserver import enter_worker_state, pool_context, worker_state
+from driftbench.locks import run_lock
 from driftbench.methods.catalog import MethodSpec, load_method
 from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, experiment_config, read_json, run_dir, run_label
 from driftbench.record.metrics import fixed_target
@@ -53,6 +58,7 @@ log = logging.getLogger("driftbench")
 
 SUITE_KEYS = {"description", "traces", "methods", "seeds"}
 BACKENDS = ("local", "ray")
+LOCKED = "running elsewhere"  # the state of a run whose folder another process holds
 RESUME = (
     "never",
     "always",
@@ -91,6 +97,7 @@ class Execution:
     resume: str = "matching"
     threads: int | None = None  # torch threads per run; None leaves torch's default
     quiet: bool = True
+    wait_locked: bool = False  # a run that another process holds: wait for it (else it is reported as running elsewhere)
 
     def __post_init__(self) -> None:
         require(self.resume in RESUME, f"resume policy {self.resume!r}: allowed: {', '.join(RESUME)}")
@@ -120,7 +127,7 @@ class RunJob:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What became of one run: ``ran``, ``skipped`` (up to date) or ``failed`` (with the error)."""
+    """What became of one run: ``ran``, ``skipped`` (up to date), ``running elsewhere`` (locked) or ``failed``."""
 
     label: str
     state: str
@@ -129,6 +136,7 @@ class RunOutcome:
     error: str = ""
     summary: Summary | None = field(default=None, repr=False)
     error_trace: str = field(default="", repr=False)  # for failures that are not driftbench's own errors (bugs)
+    exit_code: int = 0  # of the error, for a run that did not finish
 
 
 @dataclass(frozen=True)
@@ -288,12 +296,13 @@ def reference_target(out: Path, summary: Summary) -> Target | None:
     return None
 
 
-def finalize_tta(jobs: list[RunJob], outcomes: list[RunOutcome]) -> list[RunOutcome]:
+def finalize_tta(jobs: list[RunJob], outcomes: list[RunOutcome], strict: bool = False) -> list[RunOutcome]:
     """The outcomes with each run's time-to-accuracy against its reference target, rewriting summary.json where it changes.
 
     Runs finish without waiting for their reference run; once all are done, a run without an
     explicit ``--target`` gets the target ``reference_target`` gives (its trace and seed's FedAvg
-    run), judged on its rounds.csv.
+    run), judged on its rounds.csv. A summary that cannot be rewritten makes its run failed, or with
+    ``strict`` raises its ``WriteError``.
     """
     done = []
     for job, outcome in zip(jobs, outcomes):
@@ -304,8 +313,14 @@ def finalize_tta(jobs: list[RunJob], outcomes: list[RunOutcome]) -> list[RunOutc
             tta = None if target is None else rows_time_to_accuracy(read_rounds(folder / ROUNDS), target)
             if tta != summary.time_to_accuracy:
                 summary = replace(summary, time_to_accuracy=tta)
-                write_summary(folder / SUMMARY, summary)
-                outcome = replace(outcome, summary=summary)
+                try:
+                    write_summary(folder / SUMMARY, summary)
+                    outcome = replace(outcome, summary=summary)
+                except WriteError as exc:
+                    if strict:
+                        raise
+                    outcome = failed(outcome.label, exc, outcome.seconds)
+                    log.warning("%s failed: %s", outcome.label, outcome.error)
         done.append(outcome)
     return done
 
@@ -362,13 +377,14 @@ def _run_job(job: RunJob) -> RunOutcome:
         resolved.trace, resolved.pool, resolved.train, method, job.seed, ex.device, ex.out, target, ex.quiet, ex.checkpointing
     )
     folder = run_dir(ex.out, resolved.trace.name, method.name, job.seed)
-    resume = ex.resume == "always" or (
-        ex.resume == "matching"
-        and stored_digest(folder) == config_digest(run_config(spec, resolve_device(ex.device), resolved.trace.content_hash()))
-    )
-    kept = resume and (folder / SUMMARY).is_file()
-    log.info("%s %s", "keeping" if kept else "running", job.label)
-    summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)))
+    with run_lock(folder, ex.wait_locked):
+        resume = ex.resume == "always" or (
+            ex.resume == "matching"
+            and stored_digest(folder) == config_digest(run_config(spec, resolve_device(ex.device), resolved.trace.content_hash()))
+        )
+        kept = resume and (folder / SUMMARY).is_file()
+        log.info("%s %s", "keeping" if kept else "running", job.label)
+        summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)))
     return RunOutcome(job.label, "skipped" if kept else "ran", summary.status, time.perf_counter() - started, summary=summary)
 
 
@@ -377,14 +393,22 @@ def execute(job: RunJob) -> RunOutcome:
     started = time.perf_counter()
     try:
         return run_job(job)
+    except RunLocked as exc:
+        return RunOutcome(job.label, LOCKED, None, time.perf_counter() - started, error=str(exc), exit_code=exc.exit_code)
     except Exception as exc:  # one failed run is reported; the sweep goes on
-        trace = "" if isinstance(exc, DriftbenchError) else traceback.format_exc()
-        return RunOutcome(job.label, "failed", None, time.perf_counter() - started, error=one_line(exc), error_trace=trace)
+        return failed(job.label, exc, time.perf_counter() - started)
+
+
+def failed(label: str, exc: Exception, seconds: float) -> RunOutcome:
+    """The outcome of a run that ``exc`` stopped (with the traceback when it is not one of driftbench's own errors)."""
+    trace = "" if isinstance(exc, DriftbenchError) else traceback.format_exc()
+    code = exc.exit_code if isinstance(exc, DriftbenchError) else 1
+    return RunOutcome(label, "failed", None, seconds, error=one_line(exc), error_trace=trace, exit_code=code)
 
 
 def run_here(jobs: list[RunJob]) -> list[Summary]:
     """Execute the jobs one after another in this process, in order; return their summaries."""
-    outcomes = finalize_tta(jobs, [run_job(job) for job in jobs])
+    outcomes = finalize_tta(jobs, [run_job(job) for job in jobs], strict=True)
     return [outcome.summary for outcome in outcomes if outcome.summary is not None]
 
 
@@ -505,8 +529,10 @@ def collect(backend: Backend, handle: Any, job: RunJob) -> RunOutcome:
     try:
         outcome = backend.result(handle)
     except Exception as exc:  # the worker process or Ray task itself died
-        outcome = RunOutcome(job.label, "failed", None, 0.0, error=one_line(exc))
-    if outcome.state == "failed":
+        outcome = RunOutcome(job.label, "failed", None, 0.0, error=one_line(exc), exit_code=1)
+    if outcome.state == LOCKED:
+        log.warning("%s", outcome.error)
+    elif outcome.state == "failed":
         log.warning("%s failed: %s%s", outcome.label, outcome.error, f"\n{outcome.error_trace}" if outcome.error_trace else "")
     else:
         log.info("%s %s (%s, %.1f s)", outcome.label, outcome.state, outcome.status, outcome.seconds)
@@ -519,3 +545,16 @@ def outcome_table(outcomes: list[RunOutcome]) -> list[dict[str, str]]:
         {"run": o.label, "state": o.state, "status": o.status or "-", "seconds": f"{o.seconds:.1f}", "error": o.error or "-"}
         for o in outcomes
     ]
+
+
+def outcome_line(outcomes: list[RunOutcome]) -> str:
+    """The count of each state: ``N ran, N skipped (up to date)[, N running elsewhere], N failed``."""
+    states = [o.state for o in outcomes]
+    elsewhere = f", {states.count(LOCKED)} {LOCKED}" if LOCKED in states else ""
+    counts = f"{states.count('ran')} ran, {states.count('skipped')} skipped (up to date)"
+    return f"{counts}{elsewhere}, {states.count('failed')} failed"
+
+
+def unfinished_exit(outcomes: list[RunOutcome]) -> int:
+    """The exit status of runs that did not finish: the highest of their errors' (0 when all finished)."""
+    return max((o.exit_code for o in outcomes), default=0)

@@ -21,7 +21,7 @@ from driftbench.engine.clock import client_profiles
 from driftbench.engine.device_data import DevicePool, resolve_device
 from driftbench.engine.evaluate import classifier_name
 from driftbench.engine.models import build_model, forward_flops
-from driftbench.errors import RunError
+from driftbench.errors import RunError, WriteError
 from driftbench.methods.base import ClientQueries, RoundTraffic, RunContext, TrainResult
 from driftbench.methods.events import clusters_in_use
 from driftbench.methods.server_work import counting
@@ -51,8 +51,18 @@ def run(spec: RunSpec) -> Summary:
     With ``checkpointing.resume`` a complete run returns its stored summary and an
     incomplete one continues from its checkpoint (from round 0 when it has none). In the
     main thread, SIGINT finishes the current round, checkpoints and raises ``RunInterrupted``.
+    A failed write (``WriteError``) names how to continue once space is freed.
     """
     scheduler = Scheduler(spec)
+    try:
+        return replay(scheduler)
+    except WriteError as exc:
+        raise WriteError(f"{exc}; {scheduler.continuation()}") from None
+
+
+def replay(scheduler: Scheduler) -> Summary:
+    """Begin or resume the scheduler's run, step its rounds with checkpoints, and finish it."""
+    spec = scheduler.spec
     stored = scheduler.begin()
     if stored is not None:
         return stored
@@ -107,6 +117,7 @@ class Scheduler:
         self.diverged_round: int | None = None
         self.started = time.perf_counter()
         self.next_round = 0
+        self.checkpointed = 0  # the round the last checkpoint resumes at (0: none)
 
     @property
     def out(self) -> Path:
@@ -158,7 +169,7 @@ class Scheduler:
         checkpoint.restore_method(self.method, saved["method"])
         self.partition = self.method.assignment.copy()
         checkpoint.restore_rng(saved["rng"])
-        self.next_round = saved["next_round"]
+        self.next_round = self.checkpointed = saved["next_round"]
 
     def checkpoint_due(self, rnd: int) -> bool:
         """Whether to checkpoint after round ``rnd`` (never after the last: the run then finishes)."""
@@ -167,7 +178,15 @@ class Scheduler:
 
     def checkpoint(self, next_round: int) -> Path:
         """Atomically write the checkpoint that resumes at ``next_round``."""
-        return checkpoint.save(self.recorder.checkpoint_dir, next_round, self.state(), self.method)
+        path = checkpoint.save(self.recorder.checkpoint_dir, next_round, self.state(), self.method)
+        self.checkpointed = next_round
+        return path
+
+    def continuation(self) -> str:
+        """How a run stopped by a failed write continues: the resume command and the round it starts from."""
+        command = self.spec.checkpointing.resume_command or "the same sweep (or --resume)"
+        where = f"the last checkpoint (round {self.checkpointed})" if self.checkpointed else "round 0 (no checkpoint was written)"
+        return f"what was written before is intact; after freeing space, {command} continues from {where}"
 
     def interrupted(self, rnd: int) -> RunInterrupted:
         """Checkpoint after round ``rnd`` and describe how to resume."""
