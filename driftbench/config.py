@@ -34,7 +34,7 @@ def catalog_files(directory: Path, kind: str) -> dict[str, Path]:
     """Names and paths of the ``*.toml`` files of a top-level catalog folder (``traces/``, ``methods/``)."""
     if not directory.is_dir():
         raise ConfigError(
-            f"{kind} catalog {directory} not found; install driftbench from its repository checkout (pip install -e .)"
+            f"{kind} catalog {directory} not found; reinstall driftbench (pip install driftbench, or pip install -e . in a checkout)"
         )
     return {path.stem: path for path in sorted(directory.glob("*.toml"))}
 

@@ -1,6 +1,7 @@
 """``driftbench reproduce``: claim files, the verdict rule on synthetic summaries, and one tiny end-to-end report."""
 
 import csv
+import importlib.util
 import shutil
 import sys
 from dataclasses import replace
@@ -14,9 +15,9 @@ from driftbench.methods.catalog import load_method
 from driftbench.record.schema import SCHEMA_VERSION, RoundRow, RunOverhead, Streaming, Summary, write_rounds
 from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
 from driftbench.reproduce.report import COLUMNS, read_report, report_section, row
-from driftbench.reproduce.run import Plan, Setting, evaluate, plan
+from driftbench.reproduce.run import Plan, Setting, evaluate, plan, reproduce
 from driftbench.reproduce.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, UNTESTABLE, VERDICT_RULE
-from driftbench.runner import Execution
+from driftbench.runner import Execution, PoolOptions
 
 TINY = 'clients = 10, rounds = 4, "train.participants" = 5, "train.local_steps" = 2'
 BASE = Summary(
@@ -198,8 +199,28 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     bundled = load_claims()
     assert {c.paper for c in bundled} == {"fielding", "fedcm", "feddag", "mscfl", "cflgt"}
     runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
-    assert runs.untestable == {} and runs.runs == len({(s, j.method) for s, jobs in runs.jobs.items() for j in jobs})
+    without_flower = set() if importlib.util.find_spec("flwr") else flower_claims(bundled)  # the tests accept both states
+    assert set(runs.untestable) == without_flower
+    assert runs.runs == len({(s, j.method) for s, jobs in runs.jobs.items() for j in jobs})
     assert runs.runs < sum(len(c.runs) for c in bundled)  # claims share runs
+
+
+def flower_claims(claims):
+    """The keys of the claims that run a method aggregated by a Flower strategy."""
+    return {c.key for c in claims if any(getattr(load_method(m).params, "aggregator", "mean") != "mean" for m in c.runs)}
+
+
+def test_without_flower_its_claims_are_untestable_with_the_reason_and_the_others_run(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "flwr.server", None)  # as if flwr were not installed
+    bundled = load_claims()
+    runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
+    assert len(flower_claims(bundled)) == 4 and set(runs.untestable) == flower_claims(bundled)
+    assert all(reason.endswith("needs Flower: pip install 'driftbench[flower]'") for reason in runs.untestable.values())
+    assert runs.runs > 0  # the claims that need no Flower still run
+    figure6 = [c for c in bundled if c.key in runs.untestable]
+    report = reproduce(figure6, (0,), "embedded", PoolOptions(jobs=1, quiet=True), Execution(out=tmp_path))
+    assert [r.verdict for r in report.results] == [UNTESTABLE] * 4 and not report.outcomes
+    assert report.results[0].reason == runs.untestable[figure6[0].key]
 
 
 def test_claims_that_cannot_run_are_untestable_with_the_reason(tmp_path):
@@ -302,8 +323,8 @@ def test_a_diagnosis_is_shown_where_a_claim_does_not_reproduce_and_checked_when_
     assert row(evaluate(fixed, seeds(a=[0.7, 0.71, 0.72], b=[0.6, 0.6, 0.6])))["diagnosis"] == "fixed: the bug"
 
 
-def test_figure6_claims_set_fielding_with_a_flower_strategy_against_that_strategy_alone(tmp_path, monkeypatch):
-    pytest.importorskip("flwr")
+def test_figure6_claims_set_fielding_with_a_flower_strategy_against_that_strategy_alone(tmp_path):
+    pytest.importorskip("flwr", reason="FIELDING's Figure 6 claims aggregate with Flower: pip install 'driftbench[flower]'")
     claims = {c.id: c for c in load_claims(papers=["fielding"])}
     for strategy, variant in (("FedYogi", "fielding-fedyogi"), ("QFedAvg", "fielding-qfedavg")):
         base = f"flower:{strategy}"
@@ -313,6 +334,3 @@ def test_figure6_claims_set_fielding_with_a_flower_strategy_against_that_strateg
         assert claims[f"{key}-tta"].target == base
     figure6 = [c for c in claims.values() if c.id.startswith("fig6")]
     assert plan(figure6, (0,), "embedded", Execution(out=tmp_path)).untestable == {}
-    monkeypatch.setitem(sys.modules, "flwr.server", None)  # as if flwr were not installed
-    untestable = plan(figure6, (0,), "embedded", Execution(out=tmp_path)).untestable
-    assert len(untestable) == 4 and all("pip install 'driftbench[flower]'" in reason for reason in untestable.values())

@@ -11,9 +11,10 @@ from driftbench.discovery import import_modules, plugin_catalog
 from driftbench.errors import ConfigError
 from driftbench.methods.aggregators import PREFIX
 from driftbench.methods.base import IMPLEMENTATIONS, Method
+from driftbench.paths import catalog_dir
 
 import_modules("driftbench.methods")  # each method class registers itself in IMPLEMENTATIONS
-CATALOG_DIR = Path(__file__).resolve().parents[2] / "methods"
+CATALOG_DIR = catalog_dir("methods")
 SPEC_KEYS = {"class": str, "variant_of": str, "description": str, "paper": str, "params": dict}  # key -> TOML type
 
 

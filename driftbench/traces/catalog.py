@@ -11,12 +11,13 @@ from driftbench.data.pool import Pool
 from driftbench.data.sources import SOURCES, load_pool, source_params, source_reference
 from driftbench.discovery import plugin_catalog
 from driftbench.errors import ConfigError, DataSourceError
+from driftbench.paths import catalog_dir
 from driftbench.traces.generators import GENERATORS
 from driftbench.traces.io import load_trace
 from driftbench.traces.model import Trace
 from driftbench.train_config import TrainConfig
 
-CATALOG_DIR = Path(__file__).resolve().parents[2] / "traces"
+CATALOG_DIR = catalog_dir("traces")
 SPEC_KEYS = {  # key -> TOML type
     "description": str,
     "generator": str,
