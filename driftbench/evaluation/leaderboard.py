@@ -128,8 +128,8 @@ GLOSSARY = {  # table header or term -> its meaning
     "delta ‰": "(pre - post) / pre x 1000, Fed-CM's delta; mean over events; negative: the interval ends above pre",
     "ARI": "adjusted Rand index of the method's clusters against the ground-truth groups, mean over the evaluations whose "
     "ground truth has >= 2 groups (only there is it defined), then over seeds",
-    "cluster s": f"the server's clustering work per run on the simulated clock (counted FLOPs at {SERVER_FLOPS_PER_SECOND:.2g}"
-    " FLOP/s)",
+    "cluster s": f"the server's clustering work per run on the simulated clock (counted FLOPs at "
+    f"{SERVER_FLOPS_PER_SECOND / 1e9:g} GFLOP/s)",
     "extra MB": "MB (10^6 bytes) per run that clients upload and download beyond model training (queries, extra models)",
     "extra passes": "client passes over their data per run beyond training (answers to the method's queries)",
     "re-clusterings": f"global re-clusterings per run ({EVENT_KINDS['recluster_global']}), from events.csv",
