@@ -33,9 +33,7 @@ def lookup(registry: Mapping[str, Any], name: str, kind: str) -> Any:
 def catalog_files(directory: Path, kind: str) -> dict[str, Path]:
     """Names and paths of the ``*.toml`` files of a top-level catalog folder (``traces/``, ``methods/``)."""
     if not directory.is_dir():
-        raise ConfigError(
-            f"{kind} catalog {directory} not found; install driftbench from its repository checkout (pip install -e .)"
-        )
+        raise ConfigError(f"{kind} catalog {directory} not found; the installation is incomplete: reinstall driftbench")
     return {path.stem: path for path in sorted(directory.glob("*.toml"))}
 
 

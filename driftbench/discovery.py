@@ -1,11 +1,13 @@
-"""Registries fill themselves at import: discovery imports the package's own modules, then the plug-ins'.
+"""Plug-ins: discovery imports them, checks what they registered and hands their TOMLs to the catalogs.
 
 A plug-in is a folder of Python modules with its catalog TOMLs in ``methods/`` and ``traces/``
 subfolders, the repository's own layout. It comes from an installed package's entry point
 (groups ``driftbench.methods`` and ``driftbench.traces``, whose value names the package) or from
 a path in ``DRIFTBENCH_PLUGINS`` (``os.pathsep``-separated; ``--plugins`` adds to it, so sweep
 workers inherit it): a folder of modules, a package folder, or a module file (its TOMLs in
-``methods/`` and ``traces/`` beside it). Each plug-in is imported once per process.
+``methods/`` and ``traces/`` beside it). Each plug-in is imported once per process. The catalogs
+never import this module: what resolves names on a user's behalf (the command line, a run's
+worker) calls ``plugins()`` first.
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from driftbench.config import read_toml
 from driftbench.errors import ConfigError
+from driftbench.methods import catalog as method_catalog
+from driftbench.methods.base import IMPLEMENTATIONS, Method
+from driftbench.registry import ENV, import_modules, plugin_paths
+from driftbench.traces import catalog as trace_catalog
+from driftbench.traces.generators import GENERATORS
 
-ENV = "DRIFTBENCH_PLUGINS"
 KINDS = ("methods", "traces")  # entry-point groups driftbench.<kind>; catalog subfolders <plug-in>/<kind>/
 REGISTERED_BY = {"methods": "class", "traces": "generator"}  # the catalog TOML key naming the registered code
 
@@ -46,29 +53,16 @@ class Plugin:
 LOADED: dict[str, Plugin] = {}  # entry point's package or resolved path -> the plug-in loaded from it
 
 
-def import_modules(package: str) -> None:
-    """Import every module of ``package`` so that the methods or generators each defines register themselves."""
-    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        importlib.import_module(f"{package}.{module.name}")
-
-
-def plugin_paths() -> list[str]:
-    """The plug-in paths in ``DRIFTBENCH_PLUGINS``."""
-    return [p for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
-
-
 def add_plugins(paths: list[str] | list[Path]) -> list[Plugin]:
     """Add ``paths`` to ``DRIFTBENCH_PLUGINS`` (absolute, so worker processes find them too) and load every plug-in."""
     added = [str(Path(p).expanduser().resolve()) for p in paths]
-    os.environ[ENV] = os.pathsep.join(dict.fromkeys([*plugin_paths(), *added]))
+    if added:
+        os.environ[ENV] = os.pathsep.join(dict.fromkeys([*plugin_paths(), *added]))
     return plugins()
 
 
 def plugins() -> list[Plugin]:
     """Every plug-in: installed packages' entry points, then the ``DRIFTBENCH_PLUGINS`` paths; loads those not yet loaded."""
-    import driftbench.methods.catalog
-    import driftbench.traces  # noqa: F401  (the built-ins register first, so a plug-in cannot take their names)
-
     for point in installed():
         if point.module not in LOADED:  # a package may declare entry points in both groups: one plug-in
             label = f"{point.name} (entry point {point.group} = {point.value})"
@@ -86,25 +80,8 @@ def installed() -> tuple[EntryPoint, ...]:
     return tuple(point for kind in KINDS for point in entry_points(group=f"driftbench.{kind}"))
 
 
-def plugin_catalog(kind: str, builtin: dict[str, Path]) -> dict[str, Path]:
-    """The built-in catalog of ``kind`` with every plug-in's TOMLs added; a name taken twice is a ConfigError."""
-    names = dict(builtin)
-    owner: dict[str, Plugin] = {}
-    for plugin in plugins():
-        for name, path in plugin.tomls[kind].items():
-            if name in owner:
-                raise plugin.error(f"{kind[:-1]} {name!r} ({path}) is also defined by plug-in {owner[name].label}")
-            if name in names:
-                raise plugin.error(f"{kind[:-1]} {name!r} ({path}) clashes with the built-in {kind[:-1]} of that name")
-            names[name], owner[name] = path, plugin
-    return names
-
-
 def load(label: str, import_folder: Callable[[], Path]) -> Plugin:
-    """Import a plug-in with ``import_folder()`` (returns its folder); check what it registered against its TOMLs."""
-    from driftbench.methods.base import IMPLEMENTATIONS
-    from driftbench.traces.generators import GENERATORS
-
+    """Import a plug-in with ``import_folder()`` (returns its folder), check what it registered, hand its TOMLs over."""
     before = {"methods": set(IMPLEMENTATIONS), "traces": set(GENERATORS)}
     try:
         folder = import_folder()
@@ -115,6 +92,8 @@ def load(label: str, import_folder: Callable[[], Path]) -> Plugin:
     plugin = Plugin(label, folder, {kind: catalog_tomls(folder / kind) for kind in KINDS})
     check_methods(plugin, {name: IMPLEMENTATIONS[name] for name in set(IMPLEMENTATIONS) - before["methods"]})
     check_registered(plugin, "traces", set(GENERATORS) - before["traces"])
+    method_catalog.PLUGIN_TOMLS.add(label, plugin.tomls["methods"], method_catalog.catalog())
+    trace_catalog.PLUGIN_TOMLS.add(label, plugin.tomls["traces"], trace_catalog.catalog())
     return plugin
 
 
@@ -161,8 +140,6 @@ def import_from(folder: Path, name: str) -> ModuleType:
 
 def check_methods(plugin: Plugin, classes: dict[str, Any]) -> None:
     """A plug-in's method classes keep the contract's static part: typed parameters, their own ``plan``, a TOML."""
-    from driftbench.methods.base import Method
-
     for name, cls in classes.items():
         where = f"method class {name!r} ({cls.__module__}.{cls.__qualname__})"
         params = getattr(cls, "Params", None)
@@ -175,8 +152,6 @@ def check_methods(plugin: Plugin, classes: dict[str, Any]) -> None:
 
 def check_registered(plugin: Plugin, kind: str, registered: set[str]) -> None:
     """Each method class or generator the plug-in registered is named by one of its TOMLs (else nothing could run it)."""
-    from driftbench.config import read_toml
-
     key = REGISTERED_BY[kind]
     named = {read_toml(path).get(key) for path in plugin.tomls[kind].values()}
     for name in sorted(registered - named):

@@ -14,7 +14,7 @@ import os
 from multiprocessing.context import BaseContext
 from multiprocessing.forkserver import ensure_running
 
-from driftbench.discovery import ENV
+from driftbench.registry import ENV
 
 PRELOAD = ["driftbench.runner"]
 

@@ -41,7 +41,7 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from driftbench.config import check_keys, read_toml, require
-from driftbench.discovery import ENV
+from driftbench.discovery import plugins
 from driftbench.engine.device_data import resolve_device
 from driftbench.errors import ConfigError, DriftbenchError, RunError, RunLocked, TraceFileError, WriteError
 from driftbench.forkserver import enter_worker_state, pool_context, worker_state
@@ -51,6 +51,7 @@ from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, experiment_config, 
 from driftbench.record.metrics import fixed_target
 from driftbench.record.schema import Summary, Target, read_rounds, read_summary, write_summary
 from driftbench.record.summarize import REFERENCE, rows_time_to_accuracy, summary_target
+from driftbench.registry import ENV
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
 from driftbench.traces.catalog import ResolvedTrace, default_methods, is_trace_file, named_spec, resolve
 
@@ -369,6 +370,7 @@ def run_job(job: RunJob) -> RunOutcome:
 
 def _run_job(job: RunJob) -> RunOutcome:
     started = time.perf_counter()
+    plugins()  # a pool's worker loads the plug-ins DRIFTBENCH_PLUGINS names (once a process)
     ex = job.execution
     resolved = job_trace(job)
     method = load_method(job.method, job.method_sets or None)

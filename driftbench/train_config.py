@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from driftbench.config import lookup, require
-from driftbench.engine.models import MODELS
-from driftbench.engine.precision import PRECISIONS
 
 DTYPES = ("float32", "float64")
+MODELS = ("mlp", "lenet5", "resnet18", "shufflenet_v2")  # the engine's models (driftbench.engine.models builds them)
+PRECISIONS = ("fp32", "tf32", "bf16")  # arithmetic precisions (driftbench.engine.precision applies them)
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class TrainConfig:
     precision: str = "fp32"
 
     def __post_init__(self) -> None:
-        lookup(MODELS, self.model, "model")
+        lookup(dict.fromkeys(MODELS), self.model, "model")
         require(self.lr > 0, f"lr must be > 0, got {self.lr}")
         require(0 <= self.momentum < 1, f"momentum must be in [0, 1), got {self.momentum}")
         require(self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}")

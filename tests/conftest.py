@@ -6,7 +6,10 @@ from pathlib import Path
 import pytest
 
 from driftbench import discovery
+from driftbench.methods import catalog as method_catalog
 from driftbench.methods.base import IMPLEMENTATIONS
+from driftbench.registry import AddedTomls
+from driftbench.traces import catalog as trace_catalog
 from driftbench.traces.generators import GENERATORS
 
 
@@ -17,6 +20,8 @@ def plugin_state(monkeypatch):
     monkeypatch.delenv(discovery.ENV)
     monkeypatch.setattr(discovery, "LOADED", {})
     monkeypatch.setattr(discovery, "installed", lambda: ())
+    monkeypatch.setattr(method_catalog, "PLUGIN_TOMLS", AddedTomls("method"))
+    monkeypatch.setattr(trace_catalog, "PLUGIN_TOMLS", AddedTomls("trace"))
     path, methods, generators = list(sys.path), dict(IMPLEMENTATIONS), dict(GENERATORS)
     monkeypatch.setattr(sys, "path", list(path))
     yield

@@ -1,7 +1,10 @@
 """TOML catalogs and typed parameters: errors name the file, field or value and what is allowed."""
 
+from pathlib import Path
+
 import pytest
 
+from driftbench import paths
 from driftbench.config import parse_sets
 from driftbench.errors import ConfigError
 from driftbench.methods import catalog as method_catalog
@@ -36,8 +39,16 @@ def test_method_toml_with_unknown_class_lists_the_classes(tmp_path, monkeypatch)
 
 def test_missing_catalog_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setattr(trace_catalog, "CATALOG_DIR", tmp_path / "nowhere")
-    with pytest.raises(ConfigError, match="trace catalog .* not found; install driftbench from its repository"):
+    with pytest.raises(ConfigError, match="trace catalog .*nowhere not found; the installation is incomplete: reinstall"):
         trace_catalog.catalog()
+
+
+def test_catalogs_are_the_wheels_copy_when_installed_from_one_else_the_checkouts(tmp_path, monkeypatch):
+    assert paths.catalog_dir("traces") == trace_catalog.CATALOG_DIR == Path(__file__).resolve().parents[1] / "traces"
+    (tmp_path / "traces").mkdir()
+    monkeypatch.setattr(paths, "BUNDLED", tmp_path)  # where a wheel puts them
+    assert paths.catalog_dir("traces") == tmp_path / "traces"
+    assert paths.catalog_dir("claims") == Path(__file__).resolve().parents[1] / "claims"  # not in that wheel: the checkout's
 
 
 def test_parse_sets_splits_on_the_first_equals():

@@ -13,12 +13,12 @@ import driftbench.traces
 from driftbench import discovery
 from driftbench.cli import main
 from driftbench.contracts import tiny_spec
-from driftbench.discovery import import_modules
 from driftbench.errors import ConfigError
 from driftbench.forkserver import start_early
 from driftbench.methods import catalog as method_catalog
 from driftbench.methods.base import IMPLEMENTATIONS, Method
 from driftbench.methods.fedavg import FedAvg
+from driftbench.registry import import_modules
 from driftbench.scheduler import RunSpec, run
 from driftbench.traces import catalog as trace_catalog
 from driftbench.traces.generators import GENERATORS, Generator, register
@@ -154,6 +154,8 @@ def test_a_plugin_folder_adds_methods_and_traces_that_run(plugin_state, tmp_path
 
 def test_the_environment_names_plugins_and_sweep_workers_load_them(plugin_state, tmp_path, monkeypatch):
     monkeypatch.setenv(discovery.ENV, os.pathsep.join([str(plugin_folder(tmp_path, "b")), str(plugin_folder(tmp_path, "c"))]))
+    assert not {"all-b", "all-c"} & set(method_catalog.catalog())  # the catalogs hold what discovery hands them
+    discovery.plugins()
     assert {"all-b", "all-c"} <= set(method_catalog.catalog())
     out = tmp_path / "runs"
     sweep = ["sweep", "--traces", "calm-b", "--methods", "all-c", "--jobs", "1", "--out", str(out), "--quiet", *TINY_RUN]
@@ -177,6 +179,7 @@ def test_an_installed_package_is_found_by_its_entry_point(plugin_state, tmp_path
     monkeypatch.syspath_prepend(str(site))
     points = (EntryPoint("all-d", "plugin_d", "driftbench.methods"), EntryPoint("calm-d", "plugin_d", "driftbench.traces"))
     monkeypatch.setattr(discovery, "installed", lambda: points)
+    discovery.plugins()
     assert method_catalog.load_method("all-d").implementation == "everyone-d"
     assert trace_catalog.load_spec("calm-d").generator == "still-d"
     assert [p.label for p in discovery.plugins()] == ["all-d (entry point driftbench.methods = plugin_d)"]  # one package

@@ -44,6 +44,7 @@ def test_the_declared_entry_point_finds_the_method(plugin_state, monkeypatch):
     assert declared == {"my-method": "driftbench_my_method"}
     monkeypatch.syspath_prepend(str(PACKAGE.parent))  # where pip install puts the package
     monkeypatch.setattr(discovery, "installed", lambda: (EntryPoint("my-method", declared["my-method"], "driftbench.methods"),))
+    discovery.plugins()
     spec = method_catalog.load_method("my-method")
     assert spec.implementation == "threshold-ifca" and spec.params.threshold == 1.0
     assert "my-method" in method_catalog.catalog() and discovery.plugins()[0].folder == PACKAGE

@@ -1,6 +1,7 @@
 """``driftbench reproduce``: claim files, the verdict rule on synthetic summaries, and one tiny end-to-end report."""
 
 import csv
+import importlib.util
 import shutil
 import sys
 from dataclasses import replace
@@ -14,7 +15,7 @@ from driftbench.methods.catalog import load_method
 from driftbench.record.schema import SCHEMA_VERSION, RoundRow, RunOverhead, Streaming, Summary, write_rounds
 from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
 from driftbench.reproduce.report import COLUMNS, read_report, report_section, row
-from driftbench.reproduce.run import Plan, Setting, evaluate, finalize, plan
+from driftbench.reproduce.run import Plan, Setting, evaluate, finalize, plan, reproduce
 from driftbench.reproduce.verdict import (
     DIRECTION_ONLY,
     INCONCLUSIVE,
@@ -27,7 +28,7 @@ from driftbench.reproduce.verdict import (
     one_sided_p,
     tost_p,
 )
-from driftbench.runner import Execution
+from driftbench.runner import Execution, PoolOptions
 
 TINY = 'clients = 10, rounds = 4, "train.participants" = 5, "train.local_steps" = 2'
 BASE = Summary(
@@ -214,11 +215,33 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     assert all((c.paper_value is None) == (c.kind == "driftbench") for c in bundled)  # a paper claim has the paper's value
     assert all(bool(c.difference) == (c.kind == "proxy") for c in bundled)
     runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
-    assert runs.untestable == {c.key: f"workload differs: {c.workload}" for c in bundled if c.workload}
+    without_flower = set() if importlib.util.find_spec("flwr") else flower_claims(bundled)  # the tests accept both states
+    workload = {c.key: f"workload differs: {c.workload}" for c in bundled if c.workload}
+    assert set(runs.untestable) == set(workload) | without_flower
+    assert {k: v for k, v in runs.untestable.items() if k in workload} == workload
     distinct = {(s, j.method, tuple(sorted(j.method_sets.items()))) for s, jobs in runs.jobs.items() for j in jobs}
     assert runs.runs == len(distinct) < sum(len(c.runs) for c in bundled)  # claims share runs
     folders = [j.execution.out / j.label for jobs in runs.jobs.values() for j in jobs]
     assert len(set(folders)) == len(folders)  # a method with a claim's overrides gets a run folder of its own
+
+
+def flower_claims(claims):
+    """The keys of the claims that run a method aggregated by a Flower strategy."""
+    return {c.key for c in claims if any(getattr(load_method(m).params, "aggregator", "mean") != "mean" for m in c.runs)}
+
+
+def test_without_flower_its_claims_are_untestable_with_the_reason_and_the_others_run(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "flwr.server", None)  # as if flwr were not installed
+    bundled = load_claims()
+    runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
+    flower = flower_claims(bundled)
+    assert len(flower) == 4 and set(runs.untestable) == flower | {c.key for c in bundled if c.workload}
+    assert all(runs.untestable[key].endswith("needs Flower: pip install 'driftbench[flower]'") for key in flower)
+    assert runs.runs > 0  # the claims that need no Flower still run
+    figure6 = [c for c in bundled if c.key in flower]
+    report = reproduce(figure6, (0,), "embedded", PoolOptions(jobs=1, quiet=True), Execution(out=tmp_path))
+    assert [r.verdict for r in report.results] == [UNTESTABLE] * 4 and not report.outcomes
+    assert report.results[0].reason == runs.untestable[figure6[0].key]
 
 
 def test_claims_that_cannot_run_are_untestable_with_the_reason(tmp_path):
@@ -323,8 +346,8 @@ def test_a_diagnosis_is_shown_where_a_claim_does_not_reproduce_and_checked_when_
     assert row(evaluate(fixed, seeds(a=[0.7, 0.71, 0.72], b=[0.6, 0.6, 0.6])))["diagnosis"] == "fixed: the bug"
 
 
-def test_figure6_claims_set_fielding_with_a_flower_strategy_against_that_strategy_alone(tmp_path, monkeypatch):
-    pytest.importorskip("flwr")
+def test_figure6_claims_set_fielding_with_a_flower_strategy_against_that_strategy_alone(tmp_path):
+    pytest.importorskip("flwr", reason="FIELDING's Figure 6 claims aggregate with Flower: pip install 'driftbench[flower]'")
     claims = {c.id: c for c in load_claims(papers=["fielding"])}
     for strategy, variant in (("FedYogi", "fielding-fedyogi"), ("QFedAvg", "fielding-qfedavg")):
         base = f"flower:{strategy}"
@@ -334,9 +357,6 @@ def test_figure6_claims_set_fielding_with_a_flower_strategy_against_that_strateg
         assert claims[f"{key}-tta"].target == base
     figure6 = [c for c in claims.values() if c.id.startswith("fig6")]
     assert plan(figure6, (0,), "embedded", Execution(out=tmp_path)).untestable == {}
-    monkeypatch.setitem(sys.modules, "flwr.server", None)  # as if flwr were not installed
-    untestable = plan(figure6, (0,), "embedded", Execution(out=tmp_path)).untestable
-    assert len(untestable) == 4 and all("pip install 'driftbench[flower]'" in reason for reason in untestable.values())
 
 
 def test_holm_and_tost_on_hand_made_numbers():

@@ -20,7 +20,8 @@ from driftbench.engine.batched import default_chunk_size
 from driftbench.engine.clock import PASSES_PER_TRAINING_SAMPLE
 from driftbench.engine.device_data import resolve_device
 from driftbench.engine.models import MODELS, forward_flops
-from driftbench.engine.precision import PRECISIONS, float32_math
+from driftbench.engine.precision import float32_math
+from driftbench.train_config import PRECISIONS
 
 INPUT_SHAPES = {"mlp": (1, 8, 8)}  # the 8x8 digits; every other model gets 3x32x32 images
 MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}

@@ -14,8 +14,6 @@ from typing import Any
 
 import torch
 
-PRECISIONS = ("fp32", "tf32", "bf16")
-
 
 @contextmanager
 def float32_math(precision: str) -> Iterator[None]:

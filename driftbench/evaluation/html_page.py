@@ -62,6 +62,7 @@ class Section:
     title: str
     subtitle: str = ""
     rows: list[dict[str, str]] = field(default_factory=list)  # a table of text cells; columns from the first row
+    more_rows: tuple[str, list[dict[str, str]]] | None = None  # a second, collapsible table below it: its title and rows
     images: list[Image] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # warnings, shown in red above the table
     facts: dict[str, str] = field(default_factory=dict)  # term -> text, a definition list (settings, a glossary)
@@ -107,6 +108,9 @@ def render_section(section: Section, anchor: str) -> str:
     parts += [f'<p class="note">{escape(note)}</p>' for note in section.notes]
     if section.rows:
         parts.append(render_table(section.rows))
+    if section.more_rows is not None:
+        title, rows = section.more_rows
+        parts.append(f"<details><summary>{escape(title)}</summary>{render_table(rows)}</details>")
     if section.images:
         parts.append('<div class="figures">' + "".join(render_image(i) for i in section.images) + "</div>")
     if section.links is not None:

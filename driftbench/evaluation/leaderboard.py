@@ -74,6 +74,18 @@ HEADERS = {  # display column -> table header
     "degenerate": "degenerate",
     "runs": "runs",
 }
+HEADLINE = {  # headline column -> header: what a reader compares first; the full table (HEADERS) follows
+    "rank": "rank",
+    "method": "method",
+    "final_vs_reference": f"final accuracy (vs {REFERENCE})",
+    "mean_accuracy": "mean acc",
+    "worst_interval_accuracy": "worst interval",
+    "tta_speedup": "TTA speed-up",
+    "recovery": "recovery",
+    "ari_mean": "ARI",
+    "overhead": "overhead",
+    "flags": "flags",
+}
 SHOWN_EVENTS = ("recluster_global", "move")  # event kinds with a column of their own; the rest share "other events"
 TOLERANCE = f"{RECOVERY_TOLERANCE:g}"
 GLOSSARY = {  # table header or term -> its meaning
@@ -82,6 +94,12 @@ GLOSSARY = {  # table header or term -> its meaning
     "method": "the method; (oracle) marks an upper bound that knows every client's ground-truth group; it is not ranked; "
     "† marks a degenerate clustering (see degenerate)",
     "seeds": "complete runs (one per seed) behind the numbers",
+    f"final accuracy (vs {REFERENCE})": f"mean final accuracy over seeds, then (in brackets) its difference from {REFERENCE}'s "
+    f"with the {CONFIDENCE:.0%} interval, as in the columns final accuracy and vs {REFERENCE} of the full table",
+    "recovery": "drift events recovered / events with a drop (see recovered), and the mean rounds to recover them",
+    "overhead": "extra MB and the server's clustering seconds per run (see extra MB and cluster s)",
+    "flags": "what to read the row with: degenerate clusterings, seeds that reached the target at their first evaluation, "
+    "and runs that diverged or are incomplete (see degenerate, reached and runs); - when none",
     "final accuracy": f"mean client accuracy over the last 1/{FINAL_FRACTION_DENOMINATOR} of evaluations (rounded up); "
     "mean +/- sample std over seeds",
     f"vs {REFERENCE}": f"final accuracy minus {REFERENCE}'s on the same seed: mean over seeds [{CONFIDENCE:.0%} t-interval, "
@@ -110,8 +128,8 @@ GLOSSARY = {  # table header or term -> its meaning
     "delta ‰": "(pre - post) / pre x 1000, Fed-CM's delta; mean over events; negative: the interval ends above pre",
     "ARI": "adjusted Rand index of the method's clusters against the ground-truth groups, mean over the evaluations whose "
     "ground truth has >= 2 groups (only there is it defined), then over seeds",
-    "cluster s": f"the server's clustering work per run on the simulated clock (counted FLOPs at {SERVER_FLOPS_PER_SECOND:.2g}"
-    " FLOP/s)",
+    "cluster s": f"the server's clustering work per run on the simulated clock (counted FLOPs at "
+    f"{SERVER_FLOPS_PER_SECOND / 1e9:g} GFLOP/s)",
     "extra MB": "MB (10^6 bytes) per run that clients upload and download beyond model training (queries, extra models)",
     "extra passes": "client passes over their data per run beyond training (answers to the method's queries)",
     "re-clusterings": f"global re-clusterings per run ({EVENT_KINDS['recluster_global']}), from events.csv",
@@ -129,6 +147,7 @@ SORT_COLUMNS = {  # --sort choice -> the leaderboard.csv column methods are rank
     "worst-interval": "worst_interval_accuracy",
     "post-drift": "post_drift_accuracy",
 }
+FULL_TABLE = "all columns"
 PLOTS_NOTE = "Plots share one x axis, rounds; accuracy against simulated time is the second view."
 
 
@@ -273,16 +292,35 @@ def ranked(rows: list[dict[str, Any]], by: str = SORT_COLUMNS["final"]) -> pd.Da
 
 
 def display_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
-    """The table as text cells under the headers of ``HEADERS``."""
+    """The full table as text cells under the headers of ``HEADERS``."""
+    return [{HEADERS[k]: v for k, v in cells.items() if k in HEADERS} for cells in row_cells(rows)]
+
+
+def headline_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
+    """The headline table, at most ten columns, as text cells under the headers of ``HEADLINE``."""
+    return [{HEADLINE[k]: cells[k] for k in HEADLINE} for cells in row_cells(rows)]
+
+
+def row_cells(rows: pd.DataFrame) -> list[dict[str, str]]:
+    """Every display column of each row as text, keyed by the names of ``HEADERS`` and ``HEADLINE``."""
     out = []
     for row in rows.to_dict("records"):
         std = row["final_accuracy_std"]
+        final = _num(row["final_accuracy_mean"], "{:.3f}")
+        vs_reference = interval_text(row, "vs_reference", lambda v: f"{v:+.3f}")
+        recovered = f"{row['recovered_events']}/{row['dropped_events']}"
+        cluster_seconds = None if _missing(row["cluster_seconds"]) else seconds(row["cluster_seconds"])
+        megabytes = None if _missing(row["overhead_bytes"]) else row["overhead_bytes"] / 1e6
+        overhead = ([] if megabytes is None else [f"{readable(megabytes)} MB"]) + (
+            [] if cluster_seconds is None else [f"{cluster_seconds} s"]
+        )
         cells = {
             "rank": "-" if pd.isna(row["rank"]) else str(row["rank"]),
             "method": method_label(row["method"], row["oracle"], bool(row["degenerate"])),
             "seeds": str(row["seeds"]),
-            "final_accuracy_mean": _num(row["final_accuracy_mean"], "{:.3f}") + ("" if _missing(std) else f" ± {std:.3f}"),
-            "vs_reference": interval_text(row, "vs_reference", lambda v: f"{v:+.3f}"),
+            "final_accuracy_mean": final + ("" if _missing(std) else f" ± {std:.3f}"),
+            "vs_reference": vs_reference,
+            "final_vs_reference": final + ("" if vs_reference == "-" else f" ({vs_reference})"),
             "tta_speedup": interval_text(row, "tta_log_speedup", lambda v: f"{np.exp(v):.2f}x"),
             "tta_reached": reached_text(row),
             "mean_accuracy": _num(row["mean_accuracy"], "{:.3f}"),
@@ -290,19 +328,53 @@ def display_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
             "post_drift_accuracy": _num(row["post_drift_accuracy"], "{:.3f}"),
             "mean_drop": _num(row["mean_drop"], "{:.3f}"),
             "rounds_to_recover": _num(row["rounds_to_recover"], "{:.1f}"),
-            "recovered": f"{row['recovered_events']}/{row['dropped_events']}",
+            "recovered": recovered,
+            "recovery": recovered + ("" if _missing(row["rounds_to_recover"]) else f" in {row['rounds_to_recover']:.1f} rounds"),
             "delta_permille": _num(row["delta_permille"], "{:.0f}"),
             "ari_mean": _num(row["ari_mean"], "{:.3f}"),
-            "cluster_seconds": _num(row["cluster_seconds"], "{:.2f}"),
-            "overhead_mb": _num(None if _missing(row["overhead_bytes"]) else row["overhead_bytes"] / 1e6, "{:.3g}"),
-            "client_extra_passes": _num(row["client_extra_passes"], "{:.0f}"),
-            **{f"events_{kind}": _num(row[f"events_{kind}"], "{:.3g}") for kind in SHOWN_EVENTS},
+            "cluster_seconds": "-" if cluster_seconds is None else cluster_seconds,
+            "overhead_mb": "-" if megabytes is None else readable(megabytes),
+            "overhead": ", ".join(overhead) or "-",
+            "client_extra_passes": _num(row["client_extra_passes"], "{:,.0f}"),
+            **{f"events_{kind}": readable_or_dash(row[f"events_{kind}"]) for kind in SHOWN_EVENTS},
             "other_events": other_events(row),
             "degenerate": row["degenerate"] or "-",
             "runs": row["runs"],
+            "flags": flags(row),
         }
-        out.append({HEADERS[k]: v for k, v in cells.items()})
+        out.append(cells)
     return out
+
+
+def readable(value: float) -> str:
+    """A number for reading, never in exponent notation: three significant digits below 100, whole numbers above."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) < 0.001:
+        return "< 0.001" if value > 0 else "> -0.001"
+    return f"{value:.3g}"
+
+
+def readable_or_dash(value: Any) -> str:
+    """``readable`` of a value, "-" where it is missing."""
+    return "-" if _missing(value) else readable(value)
+
+
+def seconds(value: float) -> str:
+    """Seconds for reading: two decimals below 10 s, one below 100 s, whole seconds above (no exponent)."""
+    if value < 10:
+        return f"{value:.2f}"
+    return f"{value:.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def flags(row: dict[Any, Any]) -> str:
+    """What to read a row with: degenerate clusterings, targets reached at the first evaluation, runs not ok; "-" if none."""
+    notes = [row["degenerate"]] if row["degenerate"] else []
+    notes += [f"{row['tta_first_evaluation']} at 1st eval"] if row["tta_first_evaluation"] else []
+    notes += [part for part in row["runs"].split(", ") if not part.endswith(" ok")]
+    return "; ".join(notes) or "-"
 
 
 def interval_text(row: dict[Any, Any], name: str, fmt: Callable[[float], str]) -> str:
@@ -341,15 +413,16 @@ def _num(value: Any, fmt: str) -> str:
 def other_events(row: dict[Any, Any]) -> str:
     """The per-run means of the event kinds without a column of their own, e.g. "split 1, merge 0.5"; "-" if none."""
     counts = {kind: row[f"events_{kind}"] for kind in EVENT_KINDS if kind not in SHOWN_EVENTS}
-    return ", ".join(f"{kind} {n:.3g}" for kind, n in counts.items() if not _missing(n) and n > 0) or "-"
+    return ", ".join(f"{kind} {readable(n)}" for kind, n in counts.items() if not _missing(n) and n > 0) or "-"
 
 
 def markdown(boards: list[TraceBoard]) -> str:
-    """leaderboard.md: per trace its settings, table, plots (PNG, with a link to the SVG) and left-out runs; then the glossary."""
+    """leaderboard.md: per trace its settings, headline and full tables, plots (PNG and SVG), left-out runs; the glossary."""
     parts = ["# driftbench leaderboard", ""]
     for board in boards:
         settings = "; ".join(f"{name} `{value}`" for name, value in board.settings.items())
-        parts += [f"## {board.trace}", "", settings, "", markdown_table(display_rows(board.rows)), ""]
+        parts += [f"## {board.trace}", "", settings, "", markdown_table(headline_rows(board.rows)), ""]
+        parts += [f"### {board.trace}: {FULL_TABLE}", "", markdown_table(display_rows(board.rows)), ""]
         for plot in board.plots:
             parts += [f"![{plot.name}]({plot.name}.png)", "", f"*{plot.caption}* ([SVG]({plot.name}.svg))", ""]
         parts += [f"- {path}: {INCOMPLETE}" for path in board.incomplete] + [""]
@@ -371,7 +444,8 @@ def section(board: TraceBoard, out: Path) -> Section:
     links = {method: {f"seed{r.seed}": folder_href(r.path, out) for r in runs} for method, runs in methods}
     return Section(
         board.trace,
-        rows=display_rows(board.rows),
+        rows=headline_rows(board.rows),
+        more_rows=(FULL_TABLE, display_rows(board.rows)),
         images=[Image(p.caption, p.png, f"{p.name}.svg") for p in board.plots],
         notes=[f"{path}: {INCOMPLETE}" for path in board.incomplete],
         facts=board.settings,

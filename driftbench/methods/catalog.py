@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from driftbench.config import as_plain, build, catalog_files, check_table, described, lookup, read_toml
-from driftbench.discovery import import_modules, plugin_catalog
 from driftbench.errors import ConfigError
 from driftbench.methods.aggregators import PREFIX
 from driftbench.methods.base import IMPLEMENTATIONS, Method
+from driftbench.paths import catalog_dir
+from driftbench.registry import AddedTomls, import_modules
 
 import_modules("driftbench.methods")  # each method class registers itself in IMPLEMENTATIONS
-CATALOG_DIR = Path(__file__).resolve().parents[2] / "methods"
+CATALOG_DIR = catalog_dir("methods")
+PLUGIN_TOMLS = AddedTomls("method")  # what plug-ins add: driftbench.discovery hands them over
 SPEC_KEYS = {"class": str, "variant_of": str, "description": str, "paper": str, "params": dict}  # key -> TOML type
 
 
@@ -40,8 +42,8 @@ class MethodSpec:
 
 
 def catalog() -> dict[str, Path]:
-    """Method names and their TOML files, the plug-ins' included."""
-    return plugin_catalog("methods", catalog_files(CATALOG_DIR, "method"))
+    """Method names and their TOML files, those of the plug-ins loaded (``driftbench.discovery.plugins``) included."""
+    return PLUGIN_TOMLS.over(catalog_files(CATALOG_DIR, "method"))
 
 
 def load_method(name: str, sets: dict[str, str] | None = None) -> MethodSpec:

@@ -14,13 +14,14 @@ import numpy as np
 from driftbench.config import check_keys, check_types, read_toml, require
 from driftbench.errors import ConfigError
 from driftbench.methods.events import EVENT_KINDS
+from driftbench.paths import catalog_dir
 from driftbench.record.files import ROUNDS
 from driftbench.record.metrics import crossing_seconds, first_reach
 from driftbench.record.schema import Summary, read_rounds
 from driftbench.record.summarize import REFERENCE
 from driftbench.runner import flat_sets
 
-CLAIMS_DIR = Path(__file__).resolve().parents[2] / "claims"
+CLAIMS_DIR = catalog_dir("claims")
 FILE_KEYS = {"paper": str, "reference": str, "claims": list}  # key -> TOML type
 CLAIM_KEYS = {
     "id": str,

@@ -1,6 +1,6 @@
 """Traces: the model, file I/O, generators (importing this registers them) and the named catalog."""
 
-from driftbench.discovery import import_modules
+from driftbench.registry import import_modules
 from driftbench.traces.generators import GENERATORS
 from driftbench.traces.model import DriftEvent, Trace, TraceBuilder
 

@@ -9,14 +9,16 @@ from typing import Any
 from driftbench.config import as_plain, build, catalog_files, check_table, check_types, described, lookup, read_toml, require
 from driftbench.data.pool import Pool
 from driftbench.data.sources import SOURCES, load_pool, source_params, source_reference
-from driftbench.discovery import plugin_catalog
 from driftbench.errors import ConfigError, DataSourceError
+from driftbench.paths import catalog_dir
+from driftbench.registry import AddedTomls
 from driftbench.traces.generators import GENERATORS
 from driftbench.traces.io import load_trace
 from driftbench.traces.model import Trace
 from driftbench.train_config import TrainConfig
 
-CATALOG_DIR = Path(__file__).resolve().parents[2] / "traces"
+CATALOG_DIR = catalog_dir("traces")
+PLUGIN_TOMLS = AddedTomls("trace")  # what plug-ins add: driftbench.discovery hands them over
 SPEC_KEYS = {  # key -> TOML type
     "description": str,
     "generator": str,
@@ -54,8 +56,8 @@ class TraceSpec:
 
 
 def catalog() -> dict[str, Path]:
-    """Trace names and their TOML files, the plug-ins' included."""
-    return plugin_catalog("traces", catalog_files(CATALOG_DIR, "trace"))
+    """Trace names and their TOML files, those of the plug-ins loaded (``driftbench.discovery.plugins``) included."""
+    return PLUGIN_TOMLS.over(catalog_files(CATALOG_DIR, "trace"))
 
 
 def scaled(raw: dict[str, Any], scale: str, path: Path) -> dict[str, Any]:

@@ -5,10 +5,11 @@ import pytest
 import torch
 from torch import nn
 
+from driftbench import train_config
 from driftbench.data.pool import Pool
 from driftbench.engine.batched import BatchedTrainer
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
-from driftbench.engine.models import build_model, forward_flops
+from driftbench.engine.models import MODELS, build_model, forward_flops
 from driftbench.engine.reference import train_sequential
 from driftbench.train_config import TrainConfig
 
@@ -58,3 +59,7 @@ def test_batched_matches_sequential(name):
         for n in start:
             assert not torch.equal(batched.params[n], start[n]), n  # every parameter was trained
             assert (batched.params[n] - sequential.params[n]).abs().max().item() <= 1e-5, (chunk, n)
+
+
+def test_the_training_settings_name_the_models_the_engine_builds():
+    assert tuple(MODELS) == train_config.MODELS

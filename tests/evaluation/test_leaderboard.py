@@ -18,8 +18,11 @@ from driftbench.cli import main
 from driftbench.evaluation.leaderboard import (
     GLOSSARY,
     HEADERS,
+    HEADLINE,
     reached_at_first_evaluation,
     reached_text,
+    readable,
+    seconds,
     write_leaderboard,
 )
 from driftbench.evaluation.plots import CAPTIONS
@@ -119,9 +122,50 @@ def test_reached_counts_the_seeds_that_reached_the_target_at_their_first_evaluat
         )
 
 
+def markdown_tables(md):
+    """Each Markdown table's header cells, in order."""
+    lines = md.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("| ") and (i == 0 or not lines[i - 1].startswith("|"))]
+    return [[c.strip() for c in lines[i].strip("|").split("|")] for i in starts]
+
+
+def test_each_trace_leads_with_a_headline_of_at_most_ten_columns_then_the_full_table(board):
+    md = (board / "leaderboard.md").read_text()
+    tables = markdown_tables(md.split("## Glossary")[0])
+    assert tables == [list(HEADLINE.values()), list(HEADERS.values())] and len(tables[0]) <= 10
+    assert (
+        md.index("## label-swap")
+        < md.index(f"| rank | method | {HEADLINE['final_vs_reference']} |")
+        < md.index("### label-swap: all")
+    )
+    csv = pd.read_csv(board / "leaderboard.csv")
+    assert {"final_accuracy_std", "vs_reference_low", "overhead_bytes", "cluster_seconds", "events_split"} <= set(csv.columns)
+    row = next(line for line in md.split("### ")[0].splitlines() if "| static |" in line)  # the headline's row
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    static = csv.set_index("method").loc["static"]
+    assert cells[2].startswith(f"{static['final_accuracy_mean']:.3f} (") and f"{static['vs_reference']:+.3f} [" in cells[2]
+    assert cells[6] == f"{static['recovered_events']}/{static['dropped_events']}" + (
+        "" if pd.isna(static["rounds_to_recover"]) else f" in {static['rounds_to_recover']:.1f} rounds"
+    )
+    assert cells[8] == f"{readable(static['overhead_bytes'] / 1e6)} MB, {seconds(static['cluster_seconds'])} s"
+    assert "e+" not in md and "e-0" not in md, "no exponent notation"
+
+
+def test_numbers_are_formatted_for_reading():
+    assert [readable(v) for v in (3520.4, 3.5, 0.0352, 0.0, 1e-5, 123456.0)] == [
+        "3,520",
+        "3.5",
+        "0.0352",
+        "0",
+        "< 0.001",
+        "123,456",
+    ]
+    assert [seconds(v) for v in (0.0123, 4.567, 45.67, 4567.0)] == ["0.01", "4.57", "45.7", "4,567"]
+
+
 def test_markdown_marks_oracles_and_incomplete_runs(board, runs):
     md = (board / "leaderboard.md").read_text()
-    assert "| - | oracle (oracle) | 1 |" in md and "## label-swap" in md
+    assert "| - | oracle (oracle) | " in md and "| - | oracle (oracle) | 1 |" in md and "## label-swap" in md
     assert f"{runs / 'label-swap/oracle/seed1'}: incomplete: config.json but no summary.json" in md
     assert "![label-swap-accuracy](label-swap-accuracy.png)" in md and "([SVG](label-swap-accuracy.svg))" in md
 
@@ -137,7 +181,7 @@ def test_every_plot_is_written_as_png_and_svg(board):
 
 
 def test_glossary_defines_every_column_once_in_markdown_and_page(board):
-    assert set(HEADERS.values()) <= set(GLOSSARY)
+    assert set(HEADERS.values()) | set(HEADLINE.values()) <= set(GLOSSARY)
     md = (board / "leaderboard.md").read_text()
     page = (board / "index.html").read_text()
     assert md.count("## Glossary") == 1 and page.count("<h2>Glossary</h2>") == 1
@@ -218,8 +262,20 @@ def test_index_html_renders_in_headless_chromium(board, tmp_path):
     assert ((pixels.max(axis=2) - pixels.min(axis=2)) > 0.3).sum() > 500, "no coloured plot lines in the screenshot"
     dom, console = chromium(["--dump-dom", page], tmp_path)
     assert console == []
-    for header in ("rank", "method", "final accuracy", "TTA speed-up", "rounds to recover", "ARI", "extra MB"):
+    for header in (
+        "rank",
+        "method",
+        "final accuracy",
+        "TTA speed-up",
+        "rounds to recover",
+        "ARI",
+        "extra MB",
+        "recovery",
+        "flags",
+    ):
         assert f"<th>{header}</th>" in dom
+    headline = dom.split("<table>")[1].split("</thead>")[0]
+    assert headline.count("<th>") == len(HEADLINE) <= 10 and "<summary>all columns</summary>" in dom
     assert dom.count('src="data:image/png;base64,') == len(CAPTIONS) and 'class="oracle"' in dom
     assert 'src="http' not in dom and "<link" not in dom and "<script" not in dom, "the page must be self-contained"
 

@@ -19,7 +19,7 @@ from driftbench.scheduler.checkpoint import decode, method_state
 from driftbench.traces.catalog import apply_sets, generate, load_spec
 from tests.methods.fakes import context
 
-pytest.importorskip("flwr")
+pytest.importorskip("flwr", reason="Flower strategies as aggregators need flwr: pip install 'driftbench[flower]'")
 
 TINY = {"clients": "8", "rounds": "3", "train_samples": "10", "test_samples": "5", "train.participants": "4"}
 

@@ -1,0 +1,90 @@
+"""What the commands share: the argument helpers and the text table their output uses."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def never(args: argparse.Namespace) -> bool:
+    """A command that starts no fork server early."""
+    return False
+
+
+def leaves(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers of the commands that run (``p`` itself when it has no subcommands)."""
+    subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    return [leaf for a in subs for child in dict.fromkeys(a.choices.values()) for leaf in leaves(child)] or [p]
+
+
+def add_sets(p: argparse.ArgumentParser, keys: str) -> None:
+    """Add the repeatable ``--set key=value`` option."""
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"override a setting ({keys})")
+
+
+def add_scale(p: argparse.ArgumentParser) -> None:
+    """Add ``--scale embedded|paper``: a named trace's offline default or its paper setup (``[scale.paper]``)."""
+    p.add_argument(
+        "--scale",
+        default="embedded",
+        choices=["embedded", "paper"],
+        help="embedded: offline default (the default); paper: the paper's setup from the trace's [scale.paper]",
+    )
+
+
+def add_trace_source(p: argparse.ArgumentParser) -> None:
+    """Add the trace to read (a name or a file) with its ``--set``, ``--scale`` and ``--data-root``."""
+    p.add_argument("name", help="trace name or trace file")
+    add_sets(p, "KEY: trace parameter, source or source.KEY")
+    add_scale(p)
+    add_data_root(p)
+
+
+def add_data_root(p: argparse.ArgumentParser) -> None:
+    """Add ``--data-root DIR``: the folder of a real source's files (sets ``source.root``)."""
+    p.add_argument(
+        "--data-root",
+        type=Path,
+        metavar="DIR",
+        help="folder of a real data source's files, downloaded there when missing (default ~/.cache/driftbench/<source>)",
+    )
+
+
+def data_root_sets(args: argparse.Namespace) -> dict[str, str]:
+    """``--data-root`` as a ``source.root`` override (sources that read no files ignore it)."""
+    return {"source.root": str(args.data_root.expanduser().resolve())} if args.data_root else {}
+
+
+def split_method_sets(sets: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Separate ``method.KEY`` overrides from the trace's."""
+    method = {k.removeprefix("method."): v for k, v in sets.items() if k.startswith("method.")}
+    return {k: v for k, v in sets.items() if not k.startswith("method.")}, method
+
+
+def comma_list(value: str) -> list[str]:
+    """``a,b`` -> ``["a", "b"]``."""
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def seed_list(value: str) -> list[int]:
+    """``0,1,2`` -> ``[0, 1, 2]``."""
+    try:
+        seeds = [int(v) for v in comma_list(value)]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected comma-separated integers >= 0")
+    return seeds
+
+
+def text_table(rows: list[dict[str, str]]) -> str:
+    """Rows of text cells as aligned columns under their keys."""
+    headers = list(rows[0])
+    widths = [max(len(h), *(len(str(r[h])) for r in rows)) for h in headers]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
+    lines += ["  ".join(str(r[h]).ljust(w) for h, w in zip(headers, widths)) for r in rows]
+    return "\n".join(lines)

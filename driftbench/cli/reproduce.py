@@ -1,0 +1,57 @@
+"""``driftbench reproduce``: check the papers' claims on the benchmark."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from driftbench.cli.common import add_scale, seed_list, text_table
+
+if TYPE_CHECKING:
+    from driftbench.cli.common import Subparsers
+
+
+def add_parser(sub: Subparsers) -> None:
+    """Add ``driftbench reproduce`` and its flags."""
+    repro = sub.add_parser(
+        "reproduce",
+        help="check each paper's claims (claims/*.toml) on the benchmark: reproduced, direction only, not reproduced, "
+        "inconclusive, invalid premise or untestable",
+        description="Run what the claims need (through the sweep: finished runs are skipped), then write reproduce.md and "
+        "reproduce.csv, one row per claim: the paper's figure, driftbench's (mean +/- std over seeds) and a verdict. "
+        "Exit status 0 whatever the verdicts.",
+    )
+    repro.add_argument("papers", nargs="*", metavar="PAPER", help="papers to check, by claim file name (default: all)")
+    repro.add_argument("--seeds", type=seed_list, default=[0, 1, 2], metavar="0,1,2", help="run seeds (default 0,1,2)")
+    add_scale(repro)
+    repro.add_argument(
+        "--backend", default="local", choices=["local", "ray"], help="local process pool or Ray tasks (default local)"
+    )
+    repro.add_argument(
+        "--jobs", type=int, help="concurrent runs (local) or CPUs of a Ray cluster started here (default: CPU count)"
+    )
+    repro.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="compute device (default auto)")
+    repro.add_argument("--out", type=Path, default=Path("runs"), help="root of the run records (default runs/)")
+    repro.add_argument("--claims", type=Path, metavar="DIR", help="folder of claim files (default: the repository's claims/)")
+    repro.add_argument("--report", type=Path, metavar="DIR", help="folder for reproduce.md and reproduce.csv (default: --out)")
+    repro.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
+    repro.set_defaults(func=cmd_reproduce)
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """``driftbench reproduce``."""
+    from driftbench.reproduce.claims import load_claims
+    from driftbench.reproduce.report import rows, write_report
+    from driftbench.reproduce.run import reproduce
+    from driftbench.runner import Execution, PoolOptions
+
+    claims = load_claims(args.claims, args.papers)
+    pool = PoolOptions(args.backend, args.jobs, quiet=args.quiet)
+    report = reproduce(claims, tuple(args.seeds), args.scale, pool, Execution(args.device, args.out, threads=pool.threads))
+    paths = write_report(report, args.report or args.out)
+    columns = ("paper", "id", "kind", "paper_value", "ours", "ratio", "verdict", "reason")
+    print(text_table([{k: row[k] for k in columns} for row in rows(report)]))
+    print(report.headline())
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0
