@@ -29,6 +29,7 @@ from driftbench.reproduce.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCE
 from driftbench.runner import Execution, PoolOptions, Request, RunJob, RunOutcome, check_trace, plan_jobs, run_pool
 
 log = logging.getLogger("driftbench")
+COLLAPSE = "collapse_without_drift"
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,14 @@ def metric_value(claim: Claim, summary: Summary, runs: Mapping[str, Summary]) ->
 
 
 def evaluate(claim: Claim, runs: Mapping[int, Mapping[str, Summary]]) -> ClaimResult:
-    """The claim's verdict from its runs: seed -> method -> summary (every method of ``claim.runs`` at every seed)."""
+    """The claim's verdict from its runs: seed -> method -> summary (every method of ``claim.runs`` at every seed).
+
+    A run flagged ``collapse_without_drift`` makes the claim untestable: its numbers come from a defect, not the method.
+    """
+    for seed, by_method in sorted(runs.items()):
+        for method, summary in by_method.items():
+            if COLLAPSE in summary.degenerate:
+                return ClaimResult(claim, UNTESTABLE, f"{method}, seed {seed}: degenerate run ({COLLAPSE})")
     values: dict[str, list[float]] = {m: [] for m in claim.methods}
     for seed, by_method in sorted(runs.items()):
         for method in claim.methods:
