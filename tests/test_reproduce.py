@@ -143,6 +143,20 @@ def test_a_missing_metric_makes_the_claim_untestable(tmp_path):
     assert result.verdict == UNTESTABLE and result.reason.startswith("cflgt, seed 0: no evaluation whose ground truth")
 
 
+def test_a_run_that_collapsed_without_drift_makes_the_claims_premise_invalid(tmp_path):
+    claim = one_claim(tmp_path, '["fedcm", "star"]', "fedcm < star")
+    runs = seeds(fedcm=[0.2, 0.3, 0.25], star=[0.5, 0.6, 0.55])
+    assert evaluate(claim, runs).verdict == REPRODUCED
+    runs[1]["fedcm"] = replace(runs[1]["fedcm"], degenerate=("collapse_without_drift",))
+    result = evaluate(claim, runs)
+    assert (result.verdict, result.reason) == (
+        INVALID_PREMISE,
+        "premise 'no run collapses without drift' fails: fedcm at seed 1",
+    )
+    runs[1]["fedcm"] = replace(runs[1]["fedcm"], degenerate=("one_cluster",))  # a clustering flag leaves the verdict
+    assert evaluate(claim, runs).verdict == REPRODUCED
+
+
 def test_tta_speedup_times_each_run_to_the_target_methods_final_accuracy(tmp_path):
     def run(name: str, accuracy: list[float]) -> Summary:
         folder = tmp_path / name

@@ -12,7 +12,7 @@ OUTCOME_TEXT = {"not_reached": "not reached", "not_distinguishable": "n.d."}  # 
 
 
 def method_label(method: str, oracle: bool, degenerate: bool) -> str:
-    """A method's name in a table: "(oracle)" after an upper bound, "†" after a degenerate clustering."""
+    """A method's name in a table: "(oracle)" after an upper bound, "†" after a degenerate run (``DEGENERACIES``)."""
     return method + (" (oracle)" if oracle else "") + (" †" if degenerate else "")
 
 

@@ -34,6 +34,7 @@ from driftbench.evaluation.plots import Plot, method_runs, trace_plots
 from driftbench.methods.events import EVENT_KINDS
 from driftbench.record.files import CONFIG, read_json
 from driftbench.record.metrics import (
+    COLLAPSE_FALL,
     FINAL_FRACTION_DENOMINATOR,
     NOISE_FRACTION_DENOMINATOR,
     PRE_WINDOW,
@@ -92,7 +93,7 @@ GLOSSARY = {  # table header or term -> its meaning
     "rank": "position among the methods that compete by mean final accuracy, or by the column `driftbench leaderboard "
     "--sort` names (mean acc, worst interval, post-drift); oracles and methods without a complete run: -",
     "method": "the method; (oracle) marks an upper bound that knows every client's ground-truth group; it is not ranked; "
-    "† marks a degenerate clustering (see degenerate)",
+    "† marks a degenerate clustering or a collapse (see degenerate)",
     "seeds": "complete runs (one per seed) behind the numbers",
     f"final accuracy (vs {REFERENCE})": f"mean final accuracy over seeds, then (in brackets) its difference from {REFERENCE}'s "
     f"with the {CONFIDENCE:.0%} interval, as in the columns final accuracy and vs {REFERENCE} of the full table",
@@ -138,7 +139,9 @@ GLOSSARY = {  # table header or term -> its meaning
     + "; ".join(f"{kind}: {meaning}" for kind, meaning in EVENT_KINDS.items() if kind not in SHOWN_EVENTS),
     "degenerate": "seeds at which a clustering method did nothing: one_cluster (one cluster at every evaluation), "
     "clustering_unchanged (a method designed to re-cluster whose partition of clients never changed from the first drift "
-    "event on; a trace without events flags none)",
+    "event on; a trace without events flags none); or at which a method collapsed: collapse_without_drift (accuracy more "
+    f"than {COLLAPSE_FALL} below its running best, with no trace event after the round that best was first reached and "
+    "up to the fall's round)",
     "runs": "run folders by status: ok, diverged (counted with the accuracy reached) or incomplete (left out)",
 }
 SORT_COLUMNS = {  # --sort choice -> the leaderboard.csv column methods are ranked by (descending)

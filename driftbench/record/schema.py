@@ -29,7 +29,7 @@ SCHEMA_VERSION = 4
 # 4: time-to-accuracy with its target rule and outcome, streaming accuracy, degeneracy flags
 
 TTA_OUTCOMES = ("reached", "not_reached", "not_distinguishable")
-DEGENERACIES = ("one_cluster", "clustering_unchanged")
+DEGENERACIES = ("one_cluster", "clustering_unchanged", "collapse_without_drift")
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class Summary:
     ari_rounds: int  # how many evaluations ari_mean averages
     n_clusters_final: int
     partition_changes: int  # rounds after round 0 at whose end the partition of clients differed from the round before's
-    degenerate: tuple[str, ...]  # DEGENERACIES that apply: a clustering method that did nothing (README "Run record")
+    degenerate: tuple[str, ...]  # DEGENERACIES that apply: a clustering that did nothing, a collapse (docs/record.md)
     ari_reference: str | None
     mean_client_distance_final: float
     overhead: RunOverhead

@@ -44,6 +44,7 @@ from driftbench.reproduce.verdict import (
 from driftbench.runner import Execution, PoolOptions, Request, RunJob, RunOutcome, check_trace, plan_jobs, run_pool
 
 log = logging.getLogger("driftbench")
+COLLAPSE = "collapse_without_drift"
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,8 @@ def metric_value(
 def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None) -> ClaimResult:
     """The claim's test from its runs (every method of ``claim.runs`` at every seed; ``twins`` its no-drift twins).
 
-    Premises first, then the paired test; Holm and the paper's magnitude come after, over the paper (``finalize``).
+    Premises first (every claim's implicit one: no run flagged ``collapse_without_drift``, whose numbers come from a
+    defect, not the method), then the paired test; Holm and the paper's magnitude come after, over the paper (``finalize``).
     """
     values: dict[str, list[float]] = {m: [] for m in claim.methods}
     for seed, by_method in sorted(runs.items()):
@@ -215,6 +217,9 @@ def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None) -> ClaimResult
                 return ClaimResult(claim, UNTESTABLE, f"{method}, seed {seed}: {metric_spec(claim.metric).missing}")
             values[method].append(value)
     shown = figure(claim, values)
+    collapsed = [f"{m} at seed {seed}" for seed, by in sorted(runs.items()) for m, s in by.items() if COLLAPSE in s.degenerate]
+    if collapsed:
+        return ClaimResult(claim, INVALID_PREMISE, f"premise 'no run collapses without drift' fails: {collapsed[0]}", shown)
     unmet = next((why for why in (premise_failure(claim, p, runs) for p in claim.premises) if why), None)
     if unmet:
         return ClaimResult(claim, INVALID_PREMISE, unmet, shown)

@@ -26,7 +26,14 @@ from driftbench.methods.base import ClientQueries, RoundTraffic, RunContext, Tra
 from driftbench.methods.events import clusters_in_use
 from driftbench.methods.server_work import counting
 from driftbench.record.files import run_dir
-from driftbench.record.metrics import adjusted_rand, degeneracy, has_groups, mean_client_distance, partition_changed
+from driftbench.record.metrics import (
+    adjusted_rand,
+    collapsed_without_drift,
+    degeneracy,
+    has_groups,
+    mean_client_distance,
+    partition_changed,
+)
 from driftbench.record.schema import SCHEMA_VERSION, RoundRow, RunOverhead, Summary
 from driftbench.record.summarize import summarize
 from driftbench.scheduler import checkpoint
@@ -260,12 +267,17 @@ class Scheduler:
         )
 
     def degenerate(self, table: pd.DataFrame) -> tuple[str, ...]:
-        """The run's degeneracy flags (``metrics.degeneracy``); an oracle's clustering is the truth's, never flagged."""
-        method = self.method
-        if method.oracle:
-            return ()
+        """The run's degeneracy flags: ``metrics.degeneracy`` (never for an oracle, whose clustering is the truth's),
+        then ``collapse_without_drift`` (``metrics.collapsed_without_drift``, any method)."""
+        method, events = self.method, self.trace.event_round
         changes = np.asarray(self.change_rounds, dtype=np.int64)
-        return degeneracy(table["n_clusters"].to_numpy(), changes, self.trace.event_round, method.clustering, method.reclusters)
+        clustering = (
+            ()
+            if method.oracle
+            else degeneracy(table["n_clusters"].to_numpy(), changes, events, method.clustering, method.reclusters)
+        )
+        collapsed = collapsed_without_drift(table["round"].to_numpy(), table["accuracy_mean"].to_numpy(), events)
+        return clustering + (("collapse_without_drift",) if collapsed else ())
 
     def finish(self) -> Summary:
         """Write rounds.csv and summary.json; return the summary."""

@@ -162,3 +162,23 @@ def test_fedcm_aggregate_applies_eq9_to_the_personal_layer_only_and_records_the_
     assert method.assignment.tolist() == [0, 1, 1, 2, 2]
     own = [m["value"] for m in method.events.measures if m["quantity"] == "fedcm_own_cosine"]
     assert own == pytest.approx([3 / np.sqrt(10), 1 / np.sqrt(10), 1.0, 2 / np.sqrt(5), 3 / np.sqrt(10)])
+
+
+def test_default_tau_flags_only_an_update_pointing_clearly_against_its_cluster():
+    """Section 4.3 migrates clients "with significant deviations"; driftbench's tau (the paper gives none) is -0.5.
+
+    Cluster 0 = {(10, 0), (-1, 1), (-1, -3)}: summed direction (8, -2) / sqrt68; cluster 1 = {(-1, 0)}.
+    Client 1's cosine with cluster 0 is (-8 - 2) / (sqrt2 sqrt68) = -0.8575 (over 120 degrees away): it moves to
+    cluster 1 (cosine 1/sqrt2). Client 2's is (-8 + 6) / (sqrt10 sqrt68) = -0.0767, an update nearly unrelated to
+    its cluster's: it stays, although cluster 1 is closer (1/sqrt10 = 0.3162). With tau = 0 (the value before,
+    which moved converged clients on noise) it moves too: the test fails on that break.
+    """
+    tau = load_method("fedcm", {}).params.tau
+    assert tau == -0.5
+    updates = np.array([[10.0, 0.0], [-1.0, 1.0], [-1.0, -3.0], [-1.0, 0.0]])
+    cluster = np.array([0, 0, 0, 1])
+    scores = cluster_cosines(updates, cluster, 2)
+    assert scores[1] == pytest.approx([-10 / (SQRT2 * np.sqrt(68)), 1 / SQRT2])
+    assert scores[2] == pytest.approx([-2 / (np.sqrt(10) * np.sqrt(68)), 1 / np.sqrt(10)])
+    assert migrations(scores, cluster, tau).tolist() == [0, 1, 0, 1]
+    assert migrations(scores, cluster, 0.0).tolist() == [0, 1, 1, 1]
