@@ -192,7 +192,7 @@ def test_runs_of_one_trace_with_different_hashes_are_refused(runs, tmp_path, cap
     config_path.write_text(json.dumps(config))
     assert main(["leaderboard", str(mixed), "--out", str(tmp_path / "board")]) == 2
     err = capsys.readouterr().err
-    assert "runs of trace 'label-swap' have different trace hashes" in err and "ffffffffffff" in err
+    assert "runs of trace 'label-swap' at seed 0 have different trace hashes" in err and "ffffffffffff" in err
     assert str(mixed / "label-swap/static/seed0") in err and not (tmp_path / "board").exists()
 
 
