@@ -114,7 +114,7 @@ class RunJob:
 
     @property
     def trace_key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
-        """The trace and its overrides with the data seed (``run_sets``), hashable: jobs with the same key replay the same trace."""
+        """The trace and its overrides with its data seed (``run_sets``), hashable: jobs of one key replay the same trace."""
         return self.trace, tuple(sorted(run_sets(self.trace, self.trace_sets, self.seed).items()))
 
 

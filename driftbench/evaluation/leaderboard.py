@@ -200,7 +200,7 @@ def seed_hashes(trace: str, records: list[RunRecord]) -> dict[int, str]:
 
 
 def hash_text(hashes: dict[int, str], width: int = 64) -> str:
-    """The trace hash, or when the seeds' data differ one per seed (``seed0:HASH``, space-separated, ``width`` characters each)."""
+    """The trace hash, or when the seeds' data differ one per seed (``seed0:HASH``, space-separated, ``width`` characters)."""
     if len(set(hashes.values())) == 1:
         return next(iter(hashes.values()))
     return " ".join(f"seed{seed}:{digest[:width]}" for seed, digest in hashes.items())
