@@ -24,10 +24,7 @@ from driftbench.traces.catalog import catalog
 
 SEEDS = [0, 1, 2, 3, 4]
 DEFAULT_BOUND = 0.10
-BOUNDS = {  # feature drift: a global model can learn both orientations, only look-alikes conflict
-    "rotation": 0.05,
-    "rotation-static": 0.05,
-}
+BOUNDS = {"rotation": 0.05}  # feature drift: a global model can learn both orientations, only look-alikes conflict
 PLATEAU = 0.01  # FedAvg's seed-mean accuracy may move at most this much over the last 20% of evaluations
 
 
