@@ -61,8 +61,9 @@ class SlidingWindows:
         new[1:] = (state[1:] != state[:-1]).any(axis=1)
         for i in np.flatnonzero(new):
             rnd = int(self.updates[i])
-            window = {"train": tuple(train[i]), "test": tuple(test[i])}
-            self.builder.segment(client, rnd, **window, rotation=int(turns[i]), group=int(groups[i]))
+            self.builder.segment(
+                client, rnd, train=tuple(train[i]), test=tuple(test[i]), rotation=int(turns[i]), group=int(groups[i])
+            )
             if rnd > 0:
                 self.changed[rnd].append(client)
 
