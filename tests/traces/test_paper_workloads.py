@@ -33,6 +33,6 @@ def test_fmow_frequent_brings_new_data_every_2_rounds_and_turns_each_type():
     trace, _ = generate(load_spec("fmow-frequent"))
     arrivals = [e.round for e in trace.events() if e.kind == "arrival"]
     assert arrivals == list(range(2, trace.rounds, 2))  # 99 arrival events in 200 rounds; fmow-timeline has 19
-    assert [e.round for e in trace.events() if e.kind == "label"] == [100] and trace.num_groups == 12
+    assert [e.round for e in trace.events() if e.kind == "label"] == [100] and trace.num_groups == 16
     assert np.array_equal(trace.seg_rotation, 90 * (trace.seg_group % 4))
     assert set(trace.seg_rotation.tolist()) == {0, 90, 180, 270}
