@@ -53,7 +53,7 @@ from driftbench.record.schema import Summary, Target, read_rounds, read_summary,
 from driftbench.record.summarize import REFERENCE, rows_time_to_accuracy, summary_target
 from driftbench.registry import ENV
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
-from driftbench.traces.catalog import ResolvedTrace, default_methods, is_trace_file, named_spec, resolve
+from driftbench.traces.catalog import ResolvedTrace, default_methods, is_trace_file, named_spec, resolve, run_sets
 
 log = logging.getLogger("driftbench")
 
@@ -122,8 +122,8 @@ class RunJob:
 
     @property
     def trace_key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
-        """The trace and its overrides, hashable: jobs with the same key replay the same trace."""
-        return self.trace, tuple(sorted(self.trace_sets.items()))
+        """The trace and its overrides with its data seed (``run_sets``), hashable: jobs of one key replay the same trace."""
+        return self.trace, tuple(sorted(run_sets(self.trace, self.trace_sets, self.seed).items()))
 
 
 @dataclass(frozen=True)
@@ -343,9 +343,11 @@ def validate_jobs(jobs: list[RunJob]) -> None:
     That is a given ``train.participants`` above the trace's clients or a damaged trace file. A trace
     without a drift event within its rounds is reported once, as a warning.
     """
+    quiet: set[str] = set()
     for key in dict.fromkeys(job.trace_key for job in jobs):
         trace = resolved_trace(*key).trace
-        if not len(trace.event_round):
+        if not len(trace.event_round) and trace.name not in quiet:
+            quiet.add(trace.name)
             log.warning("%s: no drift event within its %d rounds; recovery is not measured", trace.name, trace.rounds)
 
 
@@ -376,7 +378,17 @@ def _run_job(job: RunJob) -> RunOutcome:
     method = load_method(job.method, job.method_sets or None)
     target = None if ex.target is None else fixed_target(ex.target)
     spec = RunSpec(
-        resolved.trace, resolved.pool, resolved.train, method, job.seed, ex.device, ex.out, target, ex.quiet, ex.checkpointing
+        resolved.trace,
+        resolved.pool,
+        resolved.train,
+        method,
+        job.seed,
+        ex.device,
+        ex.out,
+        target,
+        ex.quiet,
+        ex.checkpointing,
+        resolved.data_seed,
     )
     folder = run_dir(ex.out, resolved.trace.name, method.name, job.seed)
     with run_lock(folder, ex.wait_locked):

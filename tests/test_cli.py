@@ -120,7 +120,7 @@ def test_trace_file_replays_the_named_trace(tmp_path, capsys):
     [
         (
             ["run", "--trace", "nope"],
-            "unknown trace 'nope'; valid: changepoints, fmow-small, fmow-timeline, label-combos, label-shift, label-swap,",
+            "unknown trace 'nope'; valid: changepoints, fmow-frequent, fmow-small, fmow-timeline, label-combos, label-shift,",
         ),
         (["run", "--trace", "label-swap", "--method", "fedavgg"], "did you mean 'fedavg'"),
         (["run", "--trace", "label-swap", "--set", "fraction=2"], "fraction must be in [0, 1], got 2.0"),

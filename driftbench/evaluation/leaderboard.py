@@ -190,14 +190,8 @@ def write_leaderboard(root: Path, out: Path, extra: Sequence[Section] = (), sort
 
 
 def trace_board(trace: str, records: list[RunRecord], by: str = SORT_COLUMNS["final"]) -> TraceBoard:
-    """Rank one trace's methods and draw its plots; runs of differing trace hashes are refused."""
-    hashes = {r.trace_hash: r for r in records}
-    if len(hashes) > 1:
-        a, b = list(hashes.values())[:2]
-        raise ConfigError(
-            f"runs of trace {trace!r} have different trace hashes: {a.trace_hash[:12]} ({a.path}) and "
-            f"{b.trace_hash[:12]} ({b.path}); keep runs of one trace version per runs folder"
-        )
+    """Rank one trace's methods and draw its plots; runs of one seed with differing trace hashes are refused."""
+    hashes = seed_hashes(trace, records)
     incomplete = [str(r.path) for r in records if r.summary is None]
     for path in incomplete:
         log.warning("%s: %s; left out of the leaderboard", path, INCOMPLETE)
@@ -209,17 +203,37 @@ def trace_board(trace: str, records: list[RunRecord], by: str = SORT_COLUMNS["fi
     first = next((group[0].summary for group in done.values() if group), None)
     events = sorted({e.round for e in first.recovery}) if first is not None else []
     plots = trace_plots(trace, runs, events, rows) if runs else []
-    rows.insert(0, "trace_hash", records[0].trace_hash)
+    rows.insert(0, "trace_hash", hash_text(hashes))
     rows.insert(0, "trace", trace)
-    return TraceBoard(trace, records[0].trace_hash, rows, run_settings(records), plots, records, incomplete)
+    return TraceBoard(trace, hash_text(hashes), rows, run_settings(records, hashes), plots, records, incomplete)
 
 
-def run_settings(records: list[RunRecord]) -> dict[str, str]:
-    """Trace hash, rounds, seeds and git revisions of one trace's runs, as text."""
+def seed_hashes(trace: str, records: list[RunRecord]) -> dict[int, str]:
+    """The trace hash of each seed's runs (a named trace draws its data from the seed); a seed with two is refused."""
+    first: dict[int, RunRecord] = {}
+    for record in sorted(records, key=lambda r: r.seed):
+        seen = first.setdefault(record.seed, record)
+        if seen.trace_hash != record.trace_hash:
+            raise ConfigError(
+                f"runs of trace {trace!r} at seed {record.seed} have different trace hashes: {seen.trace_hash[:12]} "
+                f"({seen.path}) and {record.trace_hash[:12]} ({record.path}); keep runs of one trace version per runs folder"
+            )
+    return {seed: record.trace_hash for seed, record in first.items()}
+
+
+def hash_text(hashes: dict[int, str], width: int = 64) -> str:
+    """The trace hash, or when the seeds' data differ one per seed (``seed0:HASH``, space-separated, ``width`` characters)."""
+    if len(set(hashes.values())) == 1:
+        return next(iter(hashes.values()))
+    return " ".join(f"seed{seed}:{digest[:width]}" for seed, digest in hashes.items())
+
+
+def run_settings(records: list[RunRecord], hashes: dict[int, str]) -> dict[str, str]:
+    """Trace hash (per seed), rounds, seeds and git revisions of one trace's runs, as text."""
     revisions = {read_json(r.path / CONFIG).get("git_revision") for r in records}
     rounds = {r.summary.rounds for r in records if r.summary is not None}
     return {
-        "trace hash": records[0].trace_hash,
+        "trace hash": hash_text(hashes, 12),
         "rounds": ", ".join(str(n) for n in sorted(rounds)) or "-",
         "seeds": ", ".join(str(s) for s in sorted({r.seed for r in records})),
         "git revision": ", ".join(sorted(str(v)[:12] if v else "unknown" for v in revisions)),

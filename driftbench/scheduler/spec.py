@@ -55,6 +55,7 @@ class RunSpec:
     target: Target | None = None  # None: a FedAvg run sets the default from its own curve; others get no TTA
     quiet: bool = False
     checkpointing: Checkpointing = field(default_factory=Checkpointing)
+    data_seed: int | None = None  # the seed the trace was generated with; None: a fixed trace (a file, or given built)
 
     def __post_init__(self) -> None:
         clients, participants = self.trace.num_clients, self.train.participants
@@ -76,6 +77,7 @@ def run_config(spec: RunSpec, device: torch.device, trace_hash: str) -> dict[str
         "method": spec.method.as_config(),
         "train": as_plain(spec.train),
         "seed": spec.seed,
+        "data_seed": spec.data_seed,
         "rounds": spec.trace.rounds,
         "device": str(device),
         "driftbench_version": driftbench.__version__,

@@ -34,6 +34,7 @@ SCALES = ("embedded", "paper")
 DEFAULT_METHODS = ("fedavg",)  # the comparison of a trace whose TOML or file names none
 SCALE_KEYS = {"params", "source", "train"}
 SCALE_SET = "scale"  # the --set key (and --scale option) that picks a scale; resolve() takes it out of the sets
+DATA_SEED = "seed"  # the generator parameter that follows a run's seed unless the trace's TOML or --set gives it
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,7 @@ class ResolvedTrace:
     pool: Pool
     train: TrainConfig
     methods: tuple[str, ...]
+    data_seed: int | None  # the generator's seed; None for a trace file, whose data is fixed
 
 
 def generate(spec: TraceSpec) -> tuple[Trace, Pool]:
@@ -233,7 +235,7 @@ def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
     """
     if not is_trace_file(name):
         spec, trace, pool = build_named(name, sets)
-        return ResolvedTrace(trace, pool, spec.train, spec.methods)
+        return ResolvedTrace(trace, pool, spec.train, spec.methods, getattr(spec.params, DATA_SEED, None))
     sets = dict(sets)
     scale = sets.pop(SCALE_SET, "embedded")
     require(scale == "embedded", f"--scale {scale}: {name} is a trace file, whose data is fixed; scale a named trace")
@@ -256,7 +258,25 @@ def resolve(name: str, sets: dict[str, str]) -> ResolvedTrace:
         pool_of(trace, name, root),
         fit_participants(train, trace, "participants" in train_sets),
         tuple(defaults.get("methods", DEFAULT_METHODS)),
+        None,
     )
+
+
+def run_sets(name: str, sets: dict[str, str], seed: int) -> dict[str, str]:
+    """The ``--set`` values that build the trace of a run at ``seed``.
+
+    A named trace's generator seed follows the run's seed, so each seed draws its own clients'
+    samples, groups and drift events from the same pool; a seed given by ``--set seed=N`` or the
+    trace's TOML pins them. A trace file's data is fixed at every seed.
+    """
+    if is_trace_file(name) or DATA_SEED in sets or f"params.{DATA_SEED}" in sets:
+        return sets
+    raw, path = read_spec(name)
+    params = scaled(raw, sets.get(SCALE_SET, "embedded"), path).get("params", {})
+    generator = lookup(GENERATORS, raw.get("generator", ""), f"generator in {path}")
+    if DATA_SEED in params or DATA_SEED not in generator.params.__dataclass_fields__:
+        return sets
+    return {**sets, DATA_SEED: str(seed)}
 
 
 def build_named(name: str, sets: dict[str, str]) -> tuple[TraceSpec, Trace, Pool]:

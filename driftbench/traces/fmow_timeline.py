@@ -27,7 +27,9 @@ class FmowTimelineParams(ClientParams):
     distribution is Dirichlet(``alpha``) modulated by a yearly-style cycle of ``season_days``
     days and strength ``amplitude``; at ``event_round`` an ``event_fraction`` of the regions
     switch type at once (no event when ``event_round`` >= ``rounds``). ``train_samples`` and
-    ``test_samples`` count per region over the whole timeline.
+    ``test_samples`` count per region over the whole timeline. ``turned_types``: type ``t``'s
+    images are turned by (t mod 4) x 90 degrees, so that types also differ in appearance, as
+    FMoW's regions do, which their label distributions do not show.
     """
 
     clients: int = 60
@@ -44,6 +46,7 @@ class FmowTimelineParams(ClientParams):
     amplitude: float = 1.5
     event_round: int = 100
     event_fraction: float = 0.5
+    turned_types: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -137,6 +140,7 @@ def make(params: FmowTimelineParams, pool: Pool) -> TraceBuilder:
     if pool.meta is not None and {"timestamp", "region"} <= set(pool.meta):
         streams, regions = fmow_regions(rng, params, pool), None
         groups = [np.full(len(updates), -1)] * len(streams)
+        turns = [np.zeros(len(updates), dtype=np.int64)] * len(streams)
     else:
         train_ids, test_ids = train_test_ids(rng, pool, params.test_fraction)
         ids_by_label = [by_label(ids, pool.y, pool.num_classes) for ids in (train_ids, test_ids)]
@@ -148,13 +152,14 @@ def make(params: FmowTimelineParams, pool: Pool) -> TraceBuilder:
         days = math.ceil((params.rounds + params.window_rounds) / params.rounds_per_day)
         streams = [regions.stream(r, ids_by_label, days) for r in range(params.clients)]
         groups = [regions.type_at(r, updates) for r in range(params.clients)]
+        turns = [90 * (g % 4) * params.turned_types for g in groups]
     builder = TraceBuilder(len(streams), params.rounds, pool.num_classes)
     windows = SlidingWindows(builder, updates, params.window_rounds, params.min_window)
     for client, (train, train_days, test, test_days) in enumerate(streams):
         builder.samples(client, train, test)
         train_arrive = arrival_rounds(train_days, params.rounds_per_day, params.window_rounds)
         test_arrive = arrival_rounds(test_days, params.rounds_per_day, params.window_rounds)
-        windows.client(client, train_arrive, test_arrive, groups[client])
+        windows.client(client, train_arrive, test_arrive, groups[client], turns[client])
     windows.events("arrival")
     switch = updates[updates >= params.event_round]
     if regions is not None and len(regions.movers) and len(switch):

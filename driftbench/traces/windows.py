@@ -39,20 +39,31 @@ class SlidingWindows:
         self.window_rounds, self.min_size = window_rounds, min_size
         self.changed: dict[int, list[int]] = defaultdict(list)
 
-    def client(self, client: int, train_arrivals: np.ndarray, test_arrivals: np.ndarray, groups: np.ndarray) -> None:
-        """Segments for ``client`` at every update round where its windows or group change.
+    def client(
+        self,
+        client: int,
+        train_arrivals: np.ndarray,
+        test_arrivals: np.ndarray,
+        groups: np.ndarray,
+        rotations: np.ndarray | None = None,
+    ) -> None:
+        """Segments for ``client`` at every update round where its windows, group or rotation change.
 
         ``*_arrivals`` are the arrival rounds of the client's samples, sorted, in the order the
-        builder holds them; ``groups`` is its ground-truth group at each update round.
+        builder holds them; ``groups`` is its ground-truth group and ``rotations`` (default 0)
+        the turn of its images in degrees at each update round.
         """
         train = window_bounds(train_arrivals, self.updates, self.window_rounds, self.min_size)
         test = window_bounds(test_arrivals, self.updates, self.window_rounds, self.min_size)
-        state = np.concatenate([train, test, np.asarray(groups)[:, None]], axis=1)
+        turns = np.zeros(len(self.updates), dtype=np.int64) if rotations is None else np.asarray(rotations)
+        state = np.concatenate([train, test, np.asarray(groups)[:, None], turns[:, None]], axis=1)
         new = np.ones(len(state), dtype=bool)
         new[1:] = (state[1:] != state[:-1]).any(axis=1)
         for i in np.flatnonzero(new):
             rnd = int(self.updates[i])
-            self.builder.segment(client, rnd, train=tuple(train[i]), test=tuple(test[i]), group=int(groups[i]))
+            self.builder.segment(
+                client, rnd, train=tuple(train[i]), test=tuple(test[i]), rotation=int(turns[i]), group=int(groups[i])
+            )
             if rnd > 0:
                 self.changed[rnd].append(client)
 

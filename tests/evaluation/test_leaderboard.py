@@ -192,8 +192,10 @@ def test_glossary_defines_every_column_once_in_markdown_and_page(board):
 
 def test_page_shows_run_settings_and_links_run_folders_and_svgs(board, runs):
     page = (board / "index.html").read_text()
-    config = json.loads((runs / "label-swap/fedavg/seed0/config.json").read_text())
-    assert f"<dd>{config['trace']['hash']}</dd>" in page and "<dt>seeds</dt><dd>0, 1</dd>" in page
+    configs = [json.loads((runs / f"label-swap/fedavg/seed{s}/config.json").read_text()) for s in (0, 1)]
+    config = configs[0]
+    hashes = " ".join(f"seed{s}:{c['trace']['hash'][:12]}" for s, c in enumerate(configs))  # each seed draws its own data
+    assert f"<dt>trace hash</dt><dd>{hashes}</dd>" in page and "<dt>seeds</dt><dd>0, 1</dd>" in page
     assert "<dt>rounds</dt><dd>6</dd>" in page
     assert f"<dt>git revision</dt><dd>{(config['git_revision'] or 'unknown')[:12]}</dd>" in page
     hrefs = re.findall(r'href="([^"#]+)"', page)
@@ -236,7 +238,7 @@ def test_runs_of_one_trace_with_different_hashes_are_refused(runs, tmp_path, cap
     config_path.write_text(json.dumps(config))
     assert main(["leaderboard", str(mixed), "--out", str(tmp_path / "board")]) == 2
     err = capsys.readouterr().err
-    assert "runs of trace 'label-swap' have different trace hashes" in err and "ffffffffffff" in err
+    assert "runs of trace 'label-swap' at seed 0 have different trace hashes" in err and "ffffffffffff" in err
     assert str(mixed / "label-swap/static/seed0") in err and not (tmp_path / "board").exists()
 
 

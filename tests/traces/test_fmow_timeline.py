@@ -38,7 +38,7 @@ def test_synthetic_regions_switch_type_at_the_event_and_windows_move_every_updat
     (switch,) = [e for e in events if e.kind == "label"]
     assert switch.round == 20 and len(switch.clients) == 6
     assert (trace.groups_at(19)[switch.clients] != trace.groups_at(20)[switch.clients]).all()
-    assert (np.isin(trace.seg_start, np.arange(0, 40, 5))).all()
+    assert (np.isin(trace.seg_start, np.arange(0, 40, 5))).all() and not trace.seg_rotation.any()  # turned_types is off
     for client in range(12):
         for rnd in (0, 20, 35):
             assert len(trace.train_indices(trace.segments_at(rnd)[client])) >= 2
