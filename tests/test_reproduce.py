@@ -11,7 +11,16 @@ import pytest
 from driftbench.cli import main
 from driftbench.errors import ConfigError
 from driftbench.methods.catalog import load_method
-from driftbench.record.schema import SCHEMA_VERSION, RoundRow, RunOverhead, Streaming, Summary, write_rounds
+from driftbench.record.schema import (
+    SCHEMA_VERSION,
+    Detection,
+    RoundRow,
+    RunOverhead,
+    Scorecard,
+    Streaming,
+    Summary,
+    write_rounds,
+)
 from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
 from driftbench.reproduce.report import COLUMNS, read_report, report_section, row
 from driftbench.reproduce.run import Plan, Setting, evaluate, plan
@@ -41,6 +50,9 @@ BASE = Summary(
     mean_client_distance_final=0.0,
     overhead=RunOverhead(0.0, 0.0, 0, 0, 0),
     events={},
+    scorecard=Scorecard(
+        (0,), ((0.5,),), 0.5, None, None, None, None, 0.5, (), Detection("no_events", 10, 0, (), 0, 0, 0, None, None, 0)
+    ),
     sim_seconds=1.0,
     wall_seconds=1.0,
     status="ok",

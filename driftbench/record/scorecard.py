@@ -84,16 +84,14 @@ def detection(events: Sequence[Change], kinds: Sequence[str], reactions: Sequenc
     counted = np.zeros(len(reactions), dtype=bool)
     scored, client_delays = [], []
     for (rnd, clients), kind in zip(events, kinds):
-        first = np.full(len(clients), -1)  # per drifted client: rounds to the first reaction touching it, -1: none
+        first = np.full(len(clients), window)  # per drifted client: rounds to the first reaction touching it (window: none)
         for r, (react_round, touched) in enumerate(reactions):
-            delay = react_round - rnd
             hits = np.isin(clients, touched)
-            if 0 <= delay < window and hits.any():
+            if 0 <= react_round - rnd < window and hits.any():
                 counted[r] = True
-                first[hits & (first < 0)] = delay
-        seen = first[first >= 0]
-        delay = int(seen.min()) if seen.size else None
-        scored.append(EventDetection(rnd, kind, len(clients), delay, seen.size, _mean(seen)))
+                first = np.where(hits, np.minimum(first, react_round - rnd), first)
+        seen = first[first < window]
+        scored.append(EventDetection(rnd, kind, len(clients), int(seen.min()) if seen.size else None, seen.size, _mean(seen)))
         client_delays.extend(seen.tolist())
     delays = [e.delay for e in scored if e.delay is not None]
     return Detection(

@@ -1,4 +1,4 @@
-"""The scheduler's scorecard passes: prequential scores of the batches clients are about to train on, and segment-end matrix rows."""
+"""The scheduler's scorecard passes: prequential scores of the batches about to be trained on, and segment-end matrix rows."""
 
 from __future__ import annotations
 
@@ -58,7 +58,9 @@ class ScorecardPasses:
         if rnd not in self.ends:
             return
         segments, clients = self.columns.shape
-        per_pair = RoundClients(side.stream, self.columns.reshape(-1), side.pool_y, side.model, side.data, side.method, side.train)
+        per_pair = RoundClients(
+            side.stream, self.columns.reshape(-1), side.pool_y, side.model, side.data, side.method, side.train
+        )
         accuracy = per_pair.accuracy(np.tile(assignment, segments)).reshape(segments, clients)
         bounds = self.trace.seg_test[self.columns]
         self.matrix.append(column_means(accuracy.T, (bounds[..., 1] > bounds[..., 0]).T).tolist())

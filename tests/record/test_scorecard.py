@@ -120,7 +120,9 @@ def test_reactions_are_the_clustering_events_after_round_zero():
 
 
 def test_a_trace_without_events_gives_a_one_segment_scorecard_without_nan():
-    card = scorecard(segment_starts(np.array([], dtype=np.int64), 10), np.array([[0.6]]), np.array([[0, 0.5], [1, 0.7]]), [], [], [])
+    card = scorecard(
+        segment_starts(np.array([], dtype=np.int64), 10), np.array([[0.6]]), np.array([[0, 0.5], [1, 0.7]]), [], [], []
+    )
     assert card.segment_starts == (0,) and card.accuracy_matrix == ((0.6,),)
     assert card.in_segment_accuracy == 0.6 and card.next_segment_accuracy is None and card.backward_transfer is None
     assert card.prequential_accuracy == pytest.approx(0.6) and card.prequential_after_events == ()
