@@ -140,6 +140,18 @@ def test_a_missing_metric_makes_the_claim_untestable(tmp_path):
     assert result.verdict == UNTESTABLE and result.reason.startswith("cflgt, seed 0: no evaluation whose ground truth")
 
 
+def test_a_claim_can_compare_scorecard_metrics(tmp_path):
+    def with_forgetting(method, seed, value):
+        return replace(BASE, method=method, seed=seed, scorecard=replace(BASE.scorecard, forgetting=value))
+
+    runs = {s: {"a": with_forgetting("a", s, 0.05 + 0.01 * s), "b": with_forgetting("b", s, 0.30 + 0.01 * s)} for s in range(3)}
+    result = evaluate(one_claim(tmp_path, '["a", "b"]', "a < b", "scorecard.forgetting"), runs)
+    assert result.verdict == REPRODUCED and result.figure.startswith("scorecard.forgetting: a 0.060")
+    missed = one_claim(tmp_path, '["a", "b"]', "a < b", "scorecard.detection_delay")
+    result = evaluate(missed, runs)  # BASE's trace has no drift event: nothing was detected
+    assert result.verdict == UNTESTABLE and result.reason == "a, seed 0: no drift event detected"
+
+
 def test_tta_speedup_times_each_run_to_the_target_methods_final_accuracy(tmp_path):
     def run(name: str, accuracy: list[float]) -> Summary:
         folder = tmp_path / name
