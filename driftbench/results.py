@@ -2,8 +2,10 @@
 
 ``runs`` has one row per run (its summary's fields, nested ones flattened with dots, and its
 config under ``config.``), ``evaluations`` one row per rounds.csv row, ``events`` one row per
-method event and ``diagnostics`` one row per decision quantity a method measured; each table
-starts with the run's ``trace``, ``method`` and ``seed``.
+method event, ``diagnostics`` one row per decision quantity a method measured, ``matrices`` one
+row per entry of a run's segment accuracy matrix and ``detections`` one row per drift event a
+run's reactions were scored against (docs "Scorecard"); each table starts with the run's
+``trace``, ``method`` and ``seed``.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import pandas as pd
 from driftbench.methods.events import DIAGNOSTIC_COLUMNS, EVENT_COLUMNS
 from driftbench.record.files import CONFIG, DIAGNOSTICS, EVENTS, ROUNDS, read_json
 from driftbench.record.runs import RunRecord, find_runs
-from driftbench.record.schema import ROUND_COLUMNS, read_diagnostics, read_events, read_rounds
+from driftbench.record.schema import ROUND_COLUMNS, Summary, read_diagnostics, read_events, read_rounds
 
 IDENTITY = ("trace", "method", "seed")
+MATRIX_COLUMNS = ("after_segment", "on_segment", "segment_start", "accuracy")
+DETECTION_COLUMNS = ("round", "kind", "clients", "delay", "clients_detected", "client_delay_mean", "window")
 
 
 def runs(folder: str | Path) -> pd.DataFrame:
@@ -49,6 +53,37 @@ def diagnostics(folder: str | Path) -> pd.DataFrame:
     return per_run(folder, DIAGNOSTICS, read_diagnostics, DIAGNOSTIC_COLUMNS)
 
 
+def matrices(folder: str | Path) -> pd.DataFrame:
+    """One row per accuracy-matrix entry of every complete run: the models after one segment on another's test data."""
+    rows = [
+        {**identity(record), "after_segment": i, "on_segment": j, "segment_start": start, "accuracy": value}
+        for record, summary in complete(folder)
+        for i, row in enumerate(summary.scorecard.accuracy_matrix)
+        for j, (start, value) in enumerate(zip(summary.scorecard.segment_starts, row))
+    ]
+    return pd.DataFrame(rows, columns=[*IDENTITY, *MATRIX_COLUMNS])
+
+
+def detections(folder: str | Path) -> pd.DataFrame:
+    """One row per drift event of every complete run: the delay to the run's first reaction to it, and per client."""
+    rows = [
+        {**identity(record), **asdict(event), "window": summary.scorecard.detection.window}
+        for record, summary in complete(folder)
+        for event in summary.scorecard.detection.events
+    ]
+    return pd.DataFrame(rows, columns=[*IDENTITY, *DETECTION_COLUMNS])
+
+
+def complete(folder: str | Path) -> list[tuple[RunRecord, Summary]]:
+    """The runs under ``folder`` that have a summary, with it."""
+    return [(record, record.summary) for record in find_runs(Path(folder)) if record.summary is not None]
+
+
+def identity(record: RunRecord) -> dict[str, Any]:
+    """A run's trace, method and seed."""
+    return {"trace": record.trace, "method": record.method, "seed": record.seed}
+
+
 def per_run(folder: str | Path, name: str, read: Callable[[Path], pd.DataFrame], columns: tuple[str, ...]) -> pd.DataFrame:
     """The table file ``name`` of every run under ``folder`` that has one, stacked, each row led by its run's identity."""
     tables = [
@@ -61,5 +96,6 @@ def per_run(folder: str | Path, name: str, read: Callable[[Path], pd.DataFrame],
 
 def with_identity(record: RunRecord, table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with the run's trace, method and seed as its first columns (replacing a method column it holds)."""
-    identity: dict[str, Any] = {"trace": record.trace, "method": record.method, "seed": record.seed}
-    return pd.concat([pd.DataFrame(identity, index=table.index), table.drop(columns=[*identity], errors="ignore")], axis=1)
+    return pd.concat(
+        [pd.DataFrame(identity(record), index=table.index), table.drop(columns=[*IDENTITY], errors="ignore")], axis=1
+    )

@@ -12,7 +12,16 @@ import pytest
 from driftbench.cli import main
 from driftbench.errors import ConfigError
 from driftbench.methods.catalog import load_method
-from driftbench.record.schema import SCHEMA_VERSION, RoundRow, RunOverhead, Streaming, Summary, write_rounds
+from driftbench.record.schema import (
+    SCHEMA_VERSION,
+    Detection,
+    RoundRow,
+    RunOverhead,
+    Scorecard,
+    Streaming,
+    Summary,
+    write_rounds,
+)
 from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
 from driftbench.reproduce.report import COLUMNS, read_report, report_section, row
 from driftbench.reproduce.run import Plan, Setting, evaluate, finalize, plan, reproduce
@@ -53,6 +62,9 @@ BASE = Summary(
     mean_client_distance_final=0.0,
     overhead=RunOverhead(0.0, 0.0, 0, 0, 0),
     events={},
+    scorecard=Scorecard(
+        (0,), ((0.5,),), 0.5, None, None, None, None, 0.5, (), Detection("no_events", 10, 0, (), 0, 0, 0, None, None, 0)
+    ),
     sim_seconds=1.0,
     wall_seconds=1.0,
     status="ok",
@@ -155,6 +167,18 @@ def test_a_run_that_collapsed_without_drift_makes_the_claims_premise_invalid(tmp
     )
     runs[1]["fedcm"] = replace(runs[1]["fedcm"], degenerate=("one_cluster",))  # a clustering flag leaves the verdict
     assert evaluate(claim, runs).verdict == REPRODUCED
+
+
+def test_a_claim_can_compare_scorecard_metrics(tmp_path):
+    def with_forgetting(method, seed, value):
+        return replace(BASE, method=method, seed=seed, scorecard=replace(BASE.scorecard, forgetting=value))
+
+    runs = {s: {"a": with_forgetting("a", s, 0.05 + 0.01 * s), "b": with_forgetting("b", s, 0.30 + 0.01 * s)} for s in range(3)}
+    result = evaluate(one_claim(tmp_path, '["a", "b"]', "a < b", "scorecard.forgetting"), runs)
+    assert result.verdict == REPRODUCED and result.figure.startswith("scorecard.forgetting: a 0.060")
+    missed = one_claim(tmp_path, '["a", "b"]', "a < b", "scorecard.detection_delay")
+    result = evaluate(missed, runs)  # BASE's trace has no drift event: nothing was detected
+    assert result.verdict == UNTESTABLE and result.reason == "a, seed 0: no drift event detected"
 
 
 def test_tta_speedup_times_each_run_to_the_target_methods_final_accuracy(tmp_path):

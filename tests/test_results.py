@@ -68,3 +68,21 @@ def test_events_stack_every_events_csv_with_the_run_identity(swept):
 def test_a_folder_without_runs_is_a_one_line_error(tmp_path):
     with pytest.raises(ConfigError, match="no run records"):
         results.runs(tmp_path)
+
+
+def test_matrices_and_detections_unroll_each_summary_scorecard(swept):
+    done = {(r.method, r.seed): r.summary.scorecard for r in find_runs(swept) if r.summary is not None}
+    matrices = results.matrices(swept)
+    assert list(matrices.columns) == ["trace", "method", "seed", *results.MATRIX_COLUMNS]
+    assert len(matrices) == sum(len(c.accuracy_matrix) * len(c.segment_starts) for c in done.values())
+    one = matrices[(matrices["method"] == "ifca") & (matrices["seed"] == 1)]
+    card = done[("ifca", 1)]
+    assert len(card.segment_starts) == 2  # the event at round 3 splits the 6 rounds
+    assert one.pivot(index="after_segment", columns="on_segment", values="accuracy").to_numpy().tolist() == [
+        list(row) for row in card.accuracy_matrix
+    ]
+    detections = results.detections(swept)
+    assert list(detections.columns) == ["trace", "method", "seed", *results.DETECTION_COLUMNS]
+    assert len(detections) == sum(len(c.detection.events) for c in done.values()) > 0
+    fedavg = detections[detections["method"] == "fedavg"]
+    assert fedavg["delay"].isna().all() and (fedavg["clients_detected"] == 0).all()  # one model: it never reacts

@@ -31,6 +31,7 @@ from driftbench.evaluation.comparison import method_label
 from driftbench.evaluation.html_page import Image, Links, Section, render_page
 from driftbench.evaluation.paired import CONFIDENCE, Interval, paired_interval
 from driftbench.evaluation.plots import Plot, method_runs, trace_plots
+from driftbench.evaluation.scorecard_view import DRIFT_GLOSSARY, DriftBoard, drift_board, drift_display
 from driftbench.methods.events import EVENT_KINDS
 from driftbench.record.files import CONFIG, read_json
 from driftbench.record.metrics import (
@@ -165,6 +166,7 @@ class TraceBoard:
     plots: list[Plot]
     records: list[RunRecord]  # every run folder, by method and seed
     incomplete: list[str]
+    drift: DriftBoard  # the drift scorecard: its own table and heatmaps, after the trace's section
 
 
 def write_leaderboard(root: Path, out: Path, extra: Sequence[Section] = (), sort: str = "final") -> list[Path]:
@@ -179,11 +181,16 @@ def write_leaderboard(root: Path, out: Path, extra: Sequence[Section] = (), sort
     out.mkdir(parents=True, exist_ok=True)
     files = {"leaderboard.csv": pd.concat([b.rows for b in boards]).to_csv(index=False).encode()}
     files["leaderboard.md"] = markdown(boards).encode()
-    sections = [section(b, out) for b in boards] + [*extra, Section("Glossary", subtitle=PLOTS_NOTE, facts=GLOSSARY)]
+    sections = [part for b in boards for part in (section(b, out), b.drift.section)] + [
+        *extra,
+        Section("Glossary", subtitle=PLOTS_NOTE, facts=GLOSSARY),
+    ]
     files["index.html"] = render_page("driftbench leaderboard", sections, intro=f"Run records under {root}.").encode()
     for board in boards:
         for plot in board.plots:
             files.update(plot.files)
+        if board.drift.heatmap is not None:
+            files.update(board.drift.heatmap.files)
     for name, content in files.items():
         atomic_write(out / name, lambda fh, content=content: fh.write(content))
     return [out / name for name in files]
@@ -205,7 +212,8 @@ def trace_board(trace: str, records: list[RunRecord], by: str = SORT_COLUMNS["fi
     plots = trace_plots(trace, runs, events, rows) if runs else []
     rows.insert(0, "trace_hash", hash_text(hashes))
     rows.insert(0, "trace", trace)
-    return TraceBoard(trace, hash_text(hashes), rows, run_settings(records, hashes), plots, records, incomplete)
+    drift = drift_board(trace, list(zip(rows["method"], rows["oracle"])), records)
+    return TraceBoard(trace, hash_text(hashes), rows, run_settings(records, hashes), plots, records, incomplete, drift)
 
 
 def seed_hashes(trace: str, records: list[RunRecord]) -> dict[int, str]:
@@ -443,8 +451,20 @@ def markdown(boards: list[TraceBoard]) -> str:
         for plot in board.plots:
             parts += [f"![{plot.name}]({plot.name}.png)", "", f"*{plot.caption}* ([SVG]({plot.name}.svg))", ""]
         parts += [f"- {path}: {INCOMPLETE}" for path in board.incomplete] + [""]
+        parts += drift_markdown(board.drift)
     parts += ["## Glossary", "", PLOTS_NOTE, ""] + [f"- **{term}**: {text}" for term, text in GLOSSARY.items()]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def drift_markdown(drift: DriftBoard) -> list[str]:
+    """leaderboard.md lines of a trace's drift scorecard: its table and heatmap (PNG, linking the SVG); none without runs."""
+    if drift.rows.empty:
+        return []
+    lines = [f"### {drift.trace}: drift scorecard", "", markdown_table(drift_display(drift.rows)), ""]
+    if drift.heatmap is not None:
+        plot = drift.heatmap
+        lines += [f"![{plot.name}]({plot.name}.png)", "", f"*{plot.caption}* ([SVG]({plot.name}.svg))", ""]
+    return lines + [f"- **{term}**: {text}" for term, text in DRIFT_GLOSSARY.items()] + [""]
 
 
 def markdown_table(rows: list[dict[str, str]]) -> str:

@@ -24,9 +24,11 @@ if TYPE_CHECKING:
 
 D = TypeVar("D", bound="DataclassInstance")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # 1: untyped, measured server time; 2: typed; 3: events, recovery outcomes, multi-group ARI, extra_* bytes;
-# 4: time-to-accuracy with its target rule and outcome, streaming accuracy, degeneracy flags
+# 4: time-to-accuracy with its target rule and outcome, streaming accuracy, degeneracy flags;
+# 5: the drift scorecard (segment accuracy matrix, prequential accuracy, drift detection), degeneracy flag
+#    collapse_without_drift
 
 TTA_OUTCOMES = ("reached", "not_reached", "not_distinguishable")
 DEGENERACIES = ("one_cluster", "clustering_unchanged", "collapse_without_drift")
@@ -104,6 +106,65 @@ class Recovery:
 
 
 @dataclass(frozen=True)
+class EventDetection:
+    """How a method's reactions answered one drift event (docs "Scorecard": drift detection).
+
+    ``delay``: rounds from the event to the first reaction within the window that touches a
+    drifted client (null: missed); ``clients_detected``: drifted clients some reaction in the
+    window touched; ``client_delay_mean``: their mean rounds to the first reaction touching each.
+    """
+
+    round: int
+    kind: str
+    clients: int
+    delay: int | None
+    clients_detected: int
+    client_delay_mean: float | None
+
+
+@dataclass(frozen=True)
+class Detection:
+    """Drift-detection scoring of a run's reactions against the trace's events (docs "Scorecard").
+
+    ``outcome`` is ``no_events`` (the trace has no drift event after round 0: nothing to
+    detect, every reaction a false alarm) or ``scored``; ``window`` is how many rounds after an
+    event (the event's round included) a reaction counts for it.
+    """
+
+    outcome: str
+    window: int
+    reactions: int
+    events: tuple[EventDetection, ...]
+    detected: int
+    missed: int
+    false_alarms: int
+    delay_mean: float | None
+    client_delay_mean: float | None
+    clients_missed: int
+
+
+@dataclass(frozen=True)
+class Scorecard:
+    """The drift scorecard (docs "Scorecard"): segment accuracy matrix, its summaries, prequential accuracy, detection.
+
+    ``accuracy_matrix[i][j]``: mean client accuracy, with the models at the end of segment
+    ``i``, on the test data of segment ``j`` (segments start at ``segment_starts``; null where
+    no client has test data). Summaries are null where they need more segments than the run has.
+    """
+
+    segment_starts: tuple[int, ...]
+    accuracy_matrix: tuple[tuple[float | None, ...], ...]
+    in_segment_accuracy: float | None
+    next_segment_accuracy: float | None
+    next_segment_worst: float | None
+    backward_transfer: float | None
+    forgetting: float | None
+    prequential_accuracy: float | None
+    prequential_after_events: tuple[float | None, ...]
+    detection: Detection
+
+
+@dataclass(frozen=True)
 class RunOverhead:
     """A run's cost beyond plain model training: simulated server seconds, measured server seconds, extra traffic and passes."""
 
@@ -139,6 +200,7 @@ class Summary:
     mean_client_distance_final: float
     overhead: RunOverhead
     events: dict[str, int]  # method events per kind (events.csv)
+    scorecard: Scorecard
     sim_seconds: float
     wall_seconds: float
     status: str  # "ok" | "diverged"

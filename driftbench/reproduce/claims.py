@@ -152,6 +152,22 @@ METRICS: dict[str, Metric] = {
     "ari_mean": Metric(lambda s, _: s.ari_mean, "no evaluation whose ground truth has >= 2 groups", "{:.3f}"),
     "n_clusters_final": Metric(lambda s, _: s.n_clusters_final, "no cluster count"),
     "cluster_seconds": Metric(lambda s, _: s.overhead.cluster_seconds, "no server time"),
+    "scorecard.in_segment_accuracy": Metric(lambda s, _: s.scorecard.in_segment_accuracy, "no segment completed", "{:.3f}"),
+    "scorecard.next_segment_accuracy": Metric(
+        lambda s, _: s.scorecard.next_segment_accuracy, "no drift event: no next segment", "{:.3f}"
+    ),
+    "scorecard.next_segment_worst": Metric(
+        lambda s, _: s.scorecard.next_segment_worst, "no drift event: no next segment", "{:.3f}"
+    ),
+    "scorecard.backward_transfer": Metric(lambda s, _: s.scorecard.backward_transfer, "fewer than two segments", "{:.3f}"),
+    "scorecard.forgetting": Metric(lambda s, _: s.scorecard.forgetting, "fewer than two segments", "{:.3f}"),
+    "scorecard.prequential_accuracy": Metric(lambda s, _: s.scorecard.prequential_accuracy, "no client trained", "{:.3f}"),
+    "scorecard.detection_delay": Metric(lambda s, _: s.scorecard.detection.delay_mean, "no drift event detected"),
+    "scorecard.client_detection_delay": Metric(
+        lambda s, _: s.scorecard.detection.client_delay_mean, "no drifted client reached by a reaction"
+    ),
+    "scorecard.false_alarms": Metric(lambda s, _: s.scorecard.detection.false_alarms, "no detection record"),
+    "scorecard.missed_events": Metric(lambda s, _: s.scorecard.detection.missed, "no detection record"),
 }
 
 

@@ -40,6 +40,7 @@ from driftbench.scheduler import checkpoint
 from driftbench.scheduler.clients import RoundClients
 from driftbench.scheduler.clock import RunClock
 from driftbench.scheduler.recorder import Recorder
+from driftbench.scheduler.scoring import ScorecardPasses
 from driftbench.scheduler.spec import RunSpec, run_config
 
 BATCH_STREAM, METHOD_STREAM = 1, 2  # independent RNG streams derived from (seed, stream, round)
@@ -120,6 +121,7 @@ class Scheduler:
         self.rows: list[RoundRow] = []
         self.partition = self.method.assignment.copy()
         self.change_rounds: list[int] = []  # rounds > 0 at whose end the partition of clients changed
+        self.scoring = ScorecardPasses(self.trace)
         self.status, self.last_round = "ok", 0
         self.diverged_round: int | None = None
         self.started = time.perf_counter()
@@ -157,6 +159,7 @@ class Scheduler:
             "events": self.method.events.rows,
             "diagnostics": self.method.events.measures,
             "change_rounds": self.change_rounds,
+            "scorecard": self.scoring.state(),
             "status": self.status,
             "diverged_round": self.diverged_round,
             "last_round": self.last_round,
@@ -171,6 +174,7 @@ class Scheduler:
         self.method.events.rows = list(state["events"])
         self.method.events.measures = list(state["diagnostics"])
         self.change_rounds = list(state["change_rounds"])
+        self.scoring.restore(state["scorecard"])
         self.status, self.diverged_round, self.last_round = state["status"], state["diverged_round"], state["last_round"]
         self.started = time.perf_counter() - state["wall_seconds"]
         checkpoint.restore_method(self.method, saved["method"])
@@ -221,6 +225,7 @@ class Scheduler:
         work = clients.work(plan.participants, np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd]), plan.local_steps)
         rows = torch.as_tensor(plan.start_models, device=self.device)
         start = {n: p[rows] for n, p in self.method.models.items()}
+        self.scoring.score_batches(rnd, clients, plan, work)
         result = self.trainer.train(start, work, self.train, plan.mu, plan.masks, plan.record)
         self.last_round = rnd
         if not finite(result):
@@ -233,6 +238,7 @@ class Scheduler:
         server_wall += time.perf_counter() - started
         self.clock.advance(plan, samples, clients.window_sizes(), traffic, planning.flops + aggregating.flops, server_wall)
         self.track_partition(rnd)
+        self.scoring.segment_end(rnd, clients, self.method.assignment)
         if (rnd + 1) % self.train.eval_every == 0 or rnd == self.trace.rounds - 1:
             self.rows.append(self.evaluate(rnd, segments))
         return True
@@ -309,6 +315,7 @@ class Scheduler:
                 overhead.client_extra_passes,
             ),
             events=self.method.events.counts(),
+            scorecard=self.scoring.scorecard(self.method.events.rows),
             sim_seconds=clock.sim_seconds,
             wall_seconds=wall,
             status=self.status,

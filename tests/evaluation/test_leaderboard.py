@@ -26,6 +26,7 @@ from driftbench.evaluation.leaderboard import (
     write_leaderboard,
 )
 from driftbench.evaluation.plots import CAPTIONS
+from driftbench.evaluation.scorecard_view import DRIFT_GLOSSARY
 from driftbench.record.metrics import speedup
 from driftbench.record.runs import find_runs
 from driftbench.record.schema import read_summary
@@ -45,6 +46,7 @@ TINY = {
     "train.local_steps": "3",
 }
 METHODS = ["fedavg", "static", "oracle"]
+PLOT_KINDS = [*CAPTIONS, "matrix"]  # the trace's plots and its drift scorecard's heatmaps
 CHROMIUM = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--enable-logging=stderr", "--v=0"]
 
 
@@ -172,7 +174,7 @@ def test_markdown_marks_oracles_and_incomplete_runs(board, runs):
 
 def test_every_plot_is_written_as_png_and_svg(board):
     names = sorted(p.stem for p in board.glob("*.png"))
-    assert names == sorted(f"label-swap-{kind}" for kind in CAPTIONS)
+    assert names == sorted(f"label-swap-{kind}" for kind in PLOT_KINDS)
     for name in names:
         assert (board / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert ET.parse(board / f"{name}.svg").getroot().tag == "{http://www.w3.org/2000/svg}svg"
@@ -203,7 +205,7 @@ def test_page_shows_run_settings_and_links_run_folders_and_svgs(board, runs):
     assert len(folders) == 6 and all(not h.startswith(("/", "file:")) for h in folders), "run folders are linked relatively"
     assert {(board / h).resolve() for h in folders} == {p.parent.resolve() for p in runs.glob("*/*/seed*/config.json")}
     svgs = [h for h in hrefs if h.endswith(".svg")]
-    assert len(svgs) == len(CAPTIONS) and all((board / h).is_file() for h in svgs)
+    assert len(svgs) == len(PLOT_KINDS) and all((board / h).is_file() for h in svgs)
     assert "http" not in page, "no external URL: the page fetches nothing"
 
 
@@ -278,7 +280,7 @@ def test_index_html_renders_in_headless_chromium(board, tmp_path):
         assert f"<th>{header}</th>" in dom
     headline = dom.split("<table>")[1].split("</thead>")[0]
     assert headline.count("<th>") == len(HEADLINE) <= 10 and "<summary>all columns</summary>" in dom
-    assert dom.count('src="data:image/png;base64,') == len(CAPTIONS) and 'class="oracle"' in dom
+    assert dom.count('src="data:image/png;base64,') == len(PLOT_KINDS) and 'class="oracle"' in dom
     assert 'src="http' not in dom and "<link" not in dom and "<script" not in dom, "the page must be self-contained"
 
 
@@ -296,3 +298,18 @@ def test_sort_ranks_by_the_chosen_streaming_accuracy(runs, tmp_path):
     assert ranked["worst_interval_accuracy"].is_monotonic_decreasing and list(ranked["rank"]) == [1, 2]
     worst = [summary(runs, "static", s).streaming.worst_interval_accuracy for s in (0, 1)]
     assert table.set_index("method").loc["static", "worst_interval_accuracy"] == pytest.approx(np.mean(worst))
+
+
+def test_drift_scorecard_has_its_own_table_heatmap_and_glossary(board, runs):
+    md = (board / "leaderboard.md").read_text()
+    page = (board / "index.html").read_text()
+    assert md.count("### label-swap: drift scorecard") == 1 and "<h2>label-swap: drift scorecard</h2>" in page
+    assert "![label-swap-matrix](label-swap-matrix.png)" in md and 'href="label-swap-matrix.svg"' in page
+    for term, text in DRIFT_GLOSSARY.items():
+        assert f"- **{term}**: {text}" in md and f"<dt>{escape(term)}</dt><dd>{escape(text)}</dd>" in page
+    line = next(row for row in md.splitlines() if row.startswith("| fedavg |"))
+    cards = [summary(runs, "fedavg", seed).scorecard for seed in (0, 1)]
+    events = sum(len(c.detection.events) for c in cards)
+    assert events > 0 and f"| 0/{events} |" in line, "one model never reacts: every event missed"
+    forgetting = np.mean([c.forgetting for c in cards])
+    assert f"| {forgetting:.3f} |" in line

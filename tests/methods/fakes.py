@@ -1,9 +1,11 @@
 """Hand-made client answers for method unit tests."""
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
-from driftbench.methods.base import ClientQueries, Overhead, RunContext
+from driftbench.methods.base import ClientQueries, Method, Overhead, Plan, ProxParams, RunContext
 from driftbench.train_config import TrainConfig
 
 
@@ -47,3 +49,36 @@ def events(method):
 def id_text(clients):
     """Client ids as an event row writes them."""
     return " ".join(str(int(c)) for c in clients)
+
+
+@dataclass(frozen=True)
+class MoveScript(ProxParams):
+    """When ``ScriptedMoves`` moves which clients to its model 1: (round, clients) pairs."""
+
+    moves: tuple[tuple[int, tuple[int, ...]], ...] = ()
+
+
+class ScriptedMoves(Method):
+    """Two fixed models, one always predicting class 0 and one class 1; every client trains each round, and the
+    training is discarded; the script's clients move to model 1 (a logged ``move``) at its rounds.
+
+    Unregistered (no ``name`` in its body): a test registers it for as long as it runs.
+    """
+
+    Params = MoveScript
+
+    def setup(self, ctx: RunContext) -> None:
+        super().setup(ctx)
+        self.models = {n: torch.zeros(2, *p.shape, dtype=p.dtype, device=p.device) for n, p in ctx.init_params.items()}
+        bias = self.models[f"{ctx.classifier}.bias"]
+        bias[0, 0] = bias[1, 1] = 1.0
+
+    def plan(self, rnd, clients, rng):
+        for at, moved in self.params.moves:
+            if at == rnd:
+                self.assignment[list(moved)] = 1
+                self.events.record("move", clients=moved)
+        return Plan(np.arange(self.ctx.num_clients), self.assignment.copy())
+
+    def aggregate(self, rnd, result):
+        pass
