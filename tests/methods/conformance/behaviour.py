@@ -94,6 +94,25 @@ class Replay:
         return rows.groupby("round")["value"].last()
 
 
+def label_swap_of_two_concepts(drift: int, rounds: int) -> dict[str, Any]:
+    """``label-swap`` on 8 digit clients, all in every round, two concepts; a quarter switch at ``drift``.
+
+    60 samples and 10 local steps at lr 0.1 make a round's update reach the scale of CFL's absolute thresholds and of
+    FedDrift's loss-rise delta.
+    """
+    return {
+        "clients": 8,
+        "rounds": rounds,
+        "concepts": 2,
+        "drift_every": drift,
+        "fraction": 0.25,
+        "train_samples": 60,
+        "train.local_steps": 10,
+        "train.lr": 0.1,
+        "train.participants": 8,
+    }
+
+
 def replay(
     trace: str,
     method: str,

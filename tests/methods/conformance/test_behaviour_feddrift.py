@@ -10,20 +10,10 @@ steps at lr 0.1 (the shared model is confident enough by round 6 for the swap to
 
 import pytest
 
-from tests.methods.conformance.behaviour import replay
+from tests.methods.conformance.behaviour import label_swap_of_two_concepts, replay
 
 DRIFT, ROUNDS = 6, 9
-SETS = {
-    "clients": 8,
-    "rounds": ROUNDS,
-    "concepts": 2,
-    "drift_every": DRIFT,
-    "fraction": 0.25,
-    "train_samples": 60,
-    "train.local_steps": 10,
-    "train.lr": 0.1,
-    "train.participants": 8,
-}
+SETS = label_swap_of_two_concepts(DRIFT, ROUNDS)
 
 
 @pytest.fixture(scope="module")
