@@ -217,9 +217,12 @@ def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None) -> ClaimResult
                 return ClaimResult(claim, UNTESTABLE, f"{method}, seed {seed}: {metric_spec(claim.metric).missing}")
             values[method].append(value)
     shown = figure(claim, values)
-    collapsed = [f"{m} at seed {seed}" for seed, by in sorted(runs.items()) for m, s in by.items() if COLLAPSE in s.degenerate]
+    collapsed = first_flagged(runs, (COLLAPSE,))
     if collapsed:
-        return ClaimResult(claim, INVALID_PREMISE, f"premise 'no run collapses without drift' fails: {collapsed[0]}", shown)
+        method, _, seed = collapsed
+        return ClaimResult(
+            claim, INVALID_PREMISE, f"premise 'no run collapses without drift' fails: {method} at seed {seed}", shown
+        )
     unmet = next((why for why in (premise_failure(claim, p, runs) for p in claim.premises) if why), None)
     if unmet:
         return ClaimResult(claim, INVALID_PREMISE, unmet, shown)
@@ -236,16 +239,23 @@ def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None) -> ClaimResult
     return ClaimResult(claim, result.verdict, result.reason, shown, result.p, ours_effect(claim, values), paper_effect(claim))
 
 
+def first_flagged(runs: Runs, only: tuple[str, ...] | None = None) -> tuple[str, tuple[str, ...], int] | None:
+    """The first run (by seed) with a ``degenerate`` flag, among ``only`` if given: (method, its flags, seed); None if none."""
+    for seed, by_method in sorted(runs.items()):
+        for method, summary in by_method.items():
+            if summary.degenerate and (only is None or set(only) & set(summary.degenerate)):
+                return method, summary.degenerate, seed
+    return None
+
+
 def premise_failure(claim: Claim, premise: Premise, runs: Runs) -> str | None:
     """Why the premise fails on these runs, with the failing value; None when it holds (on the seed means)."""
     if premise.metric is None:
-        flagged = [
-            f"{m} {'+'.join(s.degenerate)} at seed {seed}"
-            for seed, by in sorted(runs.items())
-            for m, s in by.items()
-            if s.degenerate
-        ]
-        return f"premise {premise.text!r} fails: {flagged[0]}" if flagged else None
+        flagged = first_flagged(runs)
+        if flagged is None:
+            return None
+        method, flags, seed = flagged
+        return f"premise {premise.text!r} fails: {method} {'+'.join(flags)} at seed {seed}"
     assert premise.direction is not None
     means: dict[str, float] = {}
     for method in premise.methods:
