@@ -60,7 +60,7 @@ BASE = Summary(
     degenerate=(),
     ari_reference=None,
     mean_client_distance_final=0.0,
-    overhead=RunOverhead(0.0, 0.0, 0, 0, 0),
+    overhead=RunOverhead(0.0, 0.0, 0.0, 0, 0, 0),
     events={},
     scorecard=Scorecard(
         (0,), ((0.5,),), 0.5, None, None, None, None, 0.5, (), Detection("no_events", 10, 0, (), 0, 0, 0, None, None, 0)

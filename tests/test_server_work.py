@@ -106,6 +106,28 @@ def test_the_clock_adds_counted_server_time_and_keeps_the_measured_one_apart():
     assert (clock.sim_seconds, clock.server_seconds, clock.server_wall_seconds) == (3.0, 3.0, 123.0)
 
 
+def test_the_clock_sums_clients_query_passes_apart_from_training_and_server_time():
+    profiles = client_profiles(3, 0)
+    clock = RunClock(profiles, forward_flops=1e6, model_bytes=0)
+    traffic = RoundTraffic.empty(3)
+    traffic.work[[0, 2]] = [2 / 3, 1 / 3]  # client 0: two forward passes over its window, client 2: one
+    trains = Plan(np.array([1]), np.array([0]))
+    clock.advance(trains, np.array([50]), np.full(3, 10), traffic, 0, 0.0)
+    # 3 forward-pass units per training sample; 1 MFLOP per forward pass; ms per MFLOP from the profile
+    expected = sum(3 * work * 10 * 1.0 * profiles.ms_per_mflop[c] / 1e3 for c, work in ((0, 2 / 3), (2, 1 / 3)))
+    assert clock.client_query_seconds == pytest.approx(expected, rel=1e-12)
+    assert clock.server_seconds == 0.0
+
+
+def test_ifcas_clients_loss_evaluations_are_its_clustering_cost_and_fedavg_has_none(records):
+    def overhead(name):
+        return json.loads((records(name)[0] / "summary.json").read_text())["overhead"]
+
+    assert overhead("fedavg")["client_query_seconds"] == 0.0
+    ifca = overhead("ifca")
+    assert ifca["client_query_seconds"] > ifca["cluster_seconds"] > 0
+
+
 def test_server_rate_is_fieldings_kmeans_measurement():
     # FIELDING 003 appendix C: one thread, n = 1e5, d = 1e4, k = 10, 477.8 s; 10 restarts of 30 Lloyd iterations
     assert work.kmeans(100_000, 10, 10_000, iterations=30, restarts=10) / 477.8 == pytest.approx(

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 D = TypeVar("D", bound="DataclassInstance")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # 1: untyped, measured server time; 2: typed; 3: events, recovery outcomes, multi-group ARI, extra_* bytes;
 # 4: time-to-accuracy with its target rule and outcome, streaming accuracy, degeneracy flags;
 # 5: the drift scorecard (segment accuracy matrix, prequential accuracy, drift detection), degeneracy flag
@@ -166,9 +166,10 @@ class Scorecard:
 
 @dataclass(frozen=True)
 class RunOverhead:
-    """A run's cost beyond plain model training: simulated server seconds, measured server seconds, extra traffic and passes."""
+    """A run's cost beyond plain training: simulated server and client-query seconds, measured server seconds, traffic, passes."""
 
     cluster_seconds: float
+    client_query_seconds: float
     server_wall_seconds: float
     extra_upload_bytes: int
     extra_download_bytes: int

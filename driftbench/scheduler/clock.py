@@ -13,13 +13,19 @@ from driftbench.methods.base import FLOAT_BYTES, Overhead, Plan, RoundTraffic
 
 @dataclass
 class RunClock:
-    """Simulated seconds, server seconds (from counted work) and bytes moved so far; ``server_wall_seconds`` is measured."""
+    """Simulated seconds, server seconds (from counted work), clients' query seconds and bytes so far.
+
+    ``client_query_seconds`` sums, over clients, the compute time of their extra passes for the
+    method's queries (losses, gradients, features) at each client's profile speed: the clients'
+    share of the clustering work. ``server_wall_seconds`` is measured.
+    """
 
     profiles: ClientProfiles = field(repr=False)
     forward_flops: float
     model_bytes: int
     sim_seconds: float = 0.0
     server_seconds: float = 0.0
+    client_query_seconds: float = 0.0
     server_wall_seconds: float = 0.0
     upload_bytes: int = 0
     download_bytes: int = 0
@@ -43,7 +49,8 @@ class RunClock:
         extra = FLOAT_BYTES * plan.upload_floats
         involved = np.union1d(plan.participants, traffic.clients())
         at = np.searchsorted(involved, plan.participants)
-        trained = traffic.work[involved] * window_sizes[involved]
+        queried = traffic.work[involved] * window_sizes[involved]
+        trained = queried.copy()
         down, up = traffic.download[involved], traffic.upload[involved]
         np.add.at(trained, at, samples)
         np.add.at(down, at, self.model_bytes * plan.models_downloaded)
@@ -52,6 +59,10 @@ class RunClock:
         server = server_seconds(server_flops)
         self.sim_seconds += round_seconds(times, server)
         self.server_seconds += server
+        no_bytes = np.zeros(len(involved))
+        self.client_query_seconds += float(
+            client_seconds(self.profiles, involved, queried, self.forward_flops, no_bytes, no_bytes).sum()
+        )
         self.server_wall_seconds += server_wall_seconds
         self.upload_bytes += self.model_bytes * plan.models_uploaded * len(plan.participants)
         self.overhead.upload_bytes += extra * len(plan.participants)

@@ -1,7 +1,9 @@
 """IFCA: each participant trains its lowest-loss model; K - 1 extra downloads, K losses and passes each."""
 
 import numpy as np
+import pytest
 
+from driftbench.errors import ConfigError
 from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.ifca import best_models
@@ -24,6 +26,30 @@ def test_participants_train_their_lowest_loss_model_and_overhead_is_counted():
     assert method.num_models == 3 and plan.models_downloaded == 1
     # 6 participants x (3 - 1) extra models; 3 losses up and 3 forward passes each
     assert (overhead.download_bytes, overhead.upload_bytes, overhead.client_extra_passes) == (1200, 72, 18)
+
+
+def test_frozen_ifca_assigns_every_client_at_the_freeze_round_then_nobody_evaluates_or_moves():
+    method = load_method("ifca", {"k": "2", "freeze_after": "2"}).create()
+    method.setup(context(4, participants=2))
+    assert not method.reclusters
+    losses = np.array([[0.5, 0.2], [0.1, 0.3], [0.7, 0.4], [0.1, 0.5]])
+    for rnd in range(2):
+        method.plan(rnd, queries(ScriptedClients(losses=losses)), np.random.default_rng(rnd))
+    overhead = Overhead()
+    method.plan(2, queries(ScriptedClients(losses=losses), overhead=overhead), np.random.default_rng(2))
+    assert method.assignment.tolist() == [1, 0, 1, 0]  # every client, sampled or not
+    assert overhead.client_extra_passes == 4 * 2
+    frozen = Overhead()
+    swapped = losses[:, ::-1].copy()
+    for rnd in range(3, 6):
+        plan = method.plan(rnd, queries(ScriptedClients(losses=swapped), overhead=frozen), np.random.default_rng(rnd))
+        assert plan.start_models.tolist() == method.assignment[plan.participants].tolist()
+    assert method.assignment.tolist() == [1, 0, 1, 0] and frozen.client_extra_passes == 0
+
+
+def test_freeze_after_must_be_a_round():
+    with pytest.raises(ConfigError, match="freeze_after must be >= 0"):
+        load_method("ifca", {"freeze_after": "-1"}).create()
 
 
 def test_clients_whose_lowest_loss_model_changed_are_logged_as_assigned():

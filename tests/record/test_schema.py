@@ -51,7 +51,7 @@ SUMMARY = Summary(
     degenerate=("one_cluster",),
     ari_reference=None,
     mean_client_distance_final=0.1,
-    overhead=RunOverhead(1.5, 0.01, 40, 0, 3),
+    overhead=RunOverhead(1.5, 0.2, 0.01, 40, 0, 3),
     events={"move": 2, "recluster_global": 0},
     scorecard=Scorecard(
         segment_starts=(0, 5),
@@ -92,7 +92,7 @@ def test_summary_round_trips_exactly(tmp_path):
         (lambda d: d["events"].update(move="two"), "events.move: expected int"),
         (lambda d: d["time_to_accuracy"].update(rounds=None, sim_seconds="x"), "time_to_accuracy: sim_seconds: expected float"),
         (lambda d: d["time_to_accuracy"]["target"].pop("rule"), "time_to_accuracy: target: .*missing \\['rule'\\]"),
-        (lambda d: d.update(schema_version=4), "schema version 4, but this driftbench reads version 5"),
+        (lambda d: d.update(schema_version=5), "schema version 5, but this driftbench reads version 6"),
         (lambda d: d["scorecard"]["accuracy_matrix"][1].append("x"), "scorecard: accuracy_matrix\\[1\\]\\[2\\]: expected float"),
         (lambda d: d["scorecard"]["detection"].pop("window"), "scorecard: detection: .*missing \\['window'\\]"),
     ],
