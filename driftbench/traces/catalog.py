@@ -12,7 +12,7 @@ from driftbench.data.sources import SOURCES, load_pool, source_params, source_re
 from driftbench.errors import ConfigError, DataSourceError
 from driftbench.paths import catalog_dir
 from driftbench.registry import AddedTomls
-from driftbench.traces.generators import GENERATORS
+from driftbench.traces.generators import GENERATORS, recorded_params
 from driftbench.traces.io import load_trace
 from driftbench.traces.model import Trace
 from driftbench.train_config import TrainConfig
@@ -192,7 +192,7 @@ def generate(spec: TraceSpec) -> tuple[Trace, Pool]:
     info = {
         "name": spec.name,
         "generator": spec.generator,
-        "params": as_plain(spec.params),
+        "params": recorded_params(spec.params),
         "source": {"name": spec.source, "params": as_plain(spec.source_params)},
         "pool_fingerprint": pool.fingerprint(),
     }

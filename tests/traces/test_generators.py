@@ -53,6 +53,45 @@ def test_generation_is_deterministic_and_seeded():
     assert a.content_hash() == b.content_hash() != c.content_hash()
 
 
+def test_default_swap_keeps_the_traces_drawn_before_it():
+    default, _ = make("label-swap")
+    named, _ = make("label-swap", swap="global")
+    assert "swap" not in default.info["params"]
+    assert default.content_hash() == named.content_hash()
+    # label-swap at seed 0 as drawn before the swap parameter existed (results are keyed by this hash)
+    assert default.content_hash() == "a1320022cfc8e9bc10e5fd5859293505c53adfa620579a4566034c558adbfa12"
+
+
+def test_client_swaps_transpose_two_labels_of_each_chosen_client_at_each_event():
+    trace, _ = make("label-swap", clients=20, rounds=30, drift_every=10, fraction=0.5, swap="client")
+    events = trace.events()
+    assert [e.round for e in events] == [10, 20]
+    assert all(len(e.clients) == 10 and e.kind == "concept" for e in events)
+    for event in events:
+        before, after = trace.segments_at(event.round - 1), trace.segments_at(event.round)
+        for c in range(20):
+            old, new = trace.label_maps[trace.seg_map[before[c]]], trace.label_maps[trace.seg_map[after[c]]]
+            changed = np.flatnonzero(old != new)
+            if c in event.clients:
+                assert len(changed) == 2 and new[changed].tolist() == old[changed[::-1]].tolist()
+            else:
+                assert len(changed) == 0
+    assert trace.groups_at(0).tolist() == [0] * 20
+    for rnd in (0, 10, 29):
+        held, groups = trace.seg_map[trace.segments_at(rnd)], trace.groups_at(rnd)
+        assert np.array_equal(held[:, None] == held[None], groups[:, None] == groups[None])  # a group is one label map
+    assert len(set(trace.groups_at(29).tolist())) > 3  # the swaps are the clients' own, not a few shared concepts
+
+
+def test_client_swaps_are_deterministic_per_seed():
+    a, _ = make("label-swap", clients=10, rounds=20, swap="client")
+    b, _ = make("label-swap", clients=10, rounds=20, swap="client")
+    c, _ = make("label-swap", clients=10, rounds=20, swap="client", seed=1)
+    g, _ = make("label-swap", clients=10, rounds=20)
+    assert a.content_hash() == b.content_hash() != c.content_hash()
+    assert a.info["params"]["swap"] == "client" and a.content_hash() != g.content_hash()
+
+
 def test_static_trace_has_groups_with_distinct_label_skew_and_no_events():
     trace, pool = make("static", clients=12, groups=3, alpha=0.1)
     assert len(trace.events()) == 0
@@ -70,6 +109,8 @@ def test_bad_set_values_name_the_key_and_what_is_allowed():
     spec = load_spec("label-swap")
     with pytest.raises(ConfigError, match="fraction must be in \\[0, 1\\]"):
         apply_sets(spec, {"fraction": "1.5"})
+    with pytest.raises(ConfigError, match="swap must be one of global, client, got 'both'"):
+        apply_sets(spec, {"swap": "both"})
     with pytest.raises(ConfigError, match="clients: expected int"):
         apply_sets(spec, {"clients": "many"})
     with pytest.raises(ConfigError, match="unknown key for trace 'label-swap'.*concepts"):
