@@ -192,7 +192,7 @@ def generate(spec: TraceSpec) -> tuple[Trace, Pool]:
     info = {
         "name": spec.name,
         "generator": spec.generator,
-        "params": as_plain(spec.params),
+        "params": {k: v for k, v in as_plain(spec.params).items() if v is not None},  # an option left off: no part of the hash
         "source": {"name": spec.source, "params": as_plain(spec.source_params)},
         "pool_fingerprint": pool.fingerprint(),
     }
