@@ -71,7 +71,7 @@ def make(params: LabelCombosParams, pool: Pool) -> TraceBuilder:
         "label-combos: every class needs train and test samples in the source; use more samples per class",
     )
 
-    def data(combo: int) -> tuple[np.ndarray, np.ndarray]:
+    def data(_client: int, combo: int) -> tuple[np.ndarray, np.ndarray]:
         labels = combos[combo]
         return (
             np.concatenate([draw(rng, train_by_label[c], params.train_samples) for c in labels]),

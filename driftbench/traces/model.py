@@ -243,13 +243,13 @@ class TraceBuilder:
         then: np.ndarray,
         movers: np.ndarray,
         rnd: int,
-        data: Callable[[int], tuple[np.ndarray, np.ndarray]],
+        data: Callable[[int, int], tuple[np.ndarray, np.ndarray]],
     ) -> None:
-        """Client c holds block ``data(first[c])`` (its group); ``movers`` switch to ``data(then[c])`` at ``rnd``."""
+        """Client c holds block ``data(c, first[c])`` (its group); ``movers`` switch to ``data(c, then[c])`` at ``rnd``."""
         moving = np.isin(np.arange(len(first)), movers)
         for client in range(len(first)):
             groups = [int(first[client])] + ([int(then[client])] if moving[client] else [])
-            blocks = [data(g) for g in groups]
+            blocks = [data(client, g) for g in groups]
             self.phases(client, [0, rnd][: len(groups)], [b[0] for b in blocks], [b[1] for b in blocks], groups)
         if len(movers):
             self.event(rnd, movers, "label")

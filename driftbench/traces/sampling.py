@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from driftbench.config import require
 from driftbench.data.pool import Pool
 
 
@@ -44,6 +45,12 @@ def draw_by_distribution(
     """``n`` ids whose label counts follow a multinomial draw from ``distribution``, shuffled."""
     available = np.array([len(ids) > 0 for ids in ids_by_label])
     p = np.where(available, distribution, 0.0)
-    counts = rng.multinomial(n, p / p.sum())
+    return draw_counts(rng, ids_by_label, rng.multinomial(n, p / p.sum()))
+
+
+def draw_counts(rng: np.random.Generator, ids_by_label: list[np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """``counts[c]`` ids of every label ``c``, shuffled."""
+    empty = [c for c, k in enumerate(counts) if k and not len(ids_by_label[c])]
+    require(not empty, f"labels {empty} have no samples in the source to draw from; use more samples per class")
     picked = [draw(rng, ids_by_label[c], k) for c, k in enumerate(counts) if k]
     return rng.permutation(np.concatenate(picked))

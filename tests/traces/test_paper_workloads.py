@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from driftbench.reproduce.claims import load_claims
 from driftbench.traces.catalog import apply_sets, generate, load_spec
 from driftbench.traces.label_swap import concept_permutation
 
@@ -36,3 +37,14 @@ def test_fmow_frequent_brings_new_data_every_2_rounds_and_turns_each_type():
     assert [e.round for e in trace.events() if e.kind == "label"] == [100] and trace.num_groups == 16
     assert np.array_equal(trace.seg_rotation, 90 * (trace.seg_group % 4))
     assert set(trace.seg_rotation.tolist()) == {0, 90, 180, 270}
+
+
+def test_feddag_tables_3_and_4_run_data_distribution_i_with_quantity_skew():
+    claims = {c.id: c for c in load_claims(papers=["feddag"])}
+    sets = claims["table4-ifca"].sets
+    assert claims["table3-dual"].sets == sets and not claims["table4-ifca"].workload
+    trace, pool = generate(apply_sets(load_spec(claims["table4-ifca"].trace), sets))
+    groups, sizes = trace.groups_at(0), np.diff(trace.arrays()["train_ptr"])
+    assert len(trace.event_round) == 0 and np.bincount(groups).tolist() == [20] * 5  # 5 groups of 2 labels, no drift
+    assert all(len(set(pool.y[trace.train_indices(s)].tolist())) <= 2 for s in trace.segments_at(0))
+    assert sizes.max() > 10 * sizes.min() and all(sizes[groups == g].sum() == 20 * 60 for g in range(5))
