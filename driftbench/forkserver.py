@@ -4,13 +4,16 @@ Importing torch, scikit-learn and the methods takes seconds of CPU; spawned work
 pay it. The fork server pays it once, in parallel with the main process's own imports when
 ``start_early`` runs first, and every worker is a fork of it. Workers take the main process's
 plug-in paths at pool start (``worker_state``), not the server's; multiprocessing gives them its
-working directory.
+working directory. A worker ends itself once the process that opened its pool is gone, so a
+killed sweep leaves no run computing (and holding its run lock) behind.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from multiprocessing.context import BaseContext
 from multiprocessing.forkserver import ensure_running
 
@@ -34,14 +37,33 @@ def start_early() -> None:
         ensure_running()
 
 
-def worker_state() -> tuple[str | None]:
-    """What a worker takes from this process: ``DRIFTBENCH_PLUGINS``."""
-    return (os.environ.get(ENV),)
+def worker_state() -> tuple[str | None, int]:
+    """What a worker takes from this process: ``DRIFTBENCH_PLUGINS``, and this process's id (the pool's owner)."""
+    return (os.environ.get(ENV), os.getpid())
 
 
-def enter_worker_state(plugins: str | None) -> None:
-    """Pool initializer: this worker's plug-in paths become those of ``worker_state``."""
+def enter_worker_state(plugins: str | None, owner: int) -> None:
+    """Pool initializer: this worker's plug-in paths become those of ``worker_state``; it exits when ``owner`` is gone."""
     if plugins is None:
         os.environ.pop(ENV, None)
     else:
         os.environ[ENV] = plugins
+    threading.Thread(target=exit_with, args=(owner,), daemon=True, name="driftbench-owner").start()
+
+
+def exit_with(owner: int, every: float = 1.0) -> None:
+    """Poll every ``every`` seconds whether process ``owner`` exists; once it does not, end this process (status 1)."""
+    while alive(owner):
+        time.sleep(every)
+    os._exit(1)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
