@@ -140,9 +140,8 @@ GLOSSARY = {  # table header or term -> its meaning
     + "; ".join(f"{kind}: {meaning}" for kind, meaning in EVENT_KINDS.items() if kind not in SHOWN_EVENTS),
     "degenerate": "seeds at which a clustering method did nothing: one_cluster (one cluster at every evaluation), "
     "clustering_unchanged (a method designed to re-cluster whose partition of clients never changed from the first drift "
-    "event on; a trace without events flags none); or at which a method collapsed: collapse_without_drift (accuracy more "
-    f"than {COLLAPSE_FALL} below its running best, with no trace event after the round that best was first reached and "
-    "up to the fall's round)",
+    "event on; a trace without events flags none); or at which a method collapsed: collapse_without_drift (between two trace "
+    f"events, or after the last, the 3-evaluation trailing mean ends more than {COLLAPSE_FALL} below the highest it reached)",
     "runs": "run folders by status: ok, diverged (counted with the accuracy reached) or incomplete (left out)",
 }
 SORT_COLUMNS = {  # --sort choice -> the leaderboard.csv column methods are ranked by (descending)

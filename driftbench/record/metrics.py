@@ -18,7 +18,7 @@ SMOOTHING = 3  # evaluations in the trailing mean that time-to-accuracy reads
 SUSTAIN = 3  # consecutive smoothed evaluations at or above the target that count as reaching it
 PRE_WINDOW = 3  # evaluations averaged for the pre-drift accuracy, and for the post level at an interval's end
 RECOVERY_TOLERANCE = 0.01  # a trough within this of the pre-drift level is no drop; back within it is recovered
-COLLAPSE_FALL = 0.2  # accuracy (absolute) below the running best that flags collapse_without_drift
+COLLAPSE_FALL = 0.2  # accuracy (absolute) below a segment's smoothed best, at its end, that flags collapse_without_drift
 
 
 def final_window(n: int) -> int:
@@ -188,23 +188,22 @@ def degeneracy(
 def collapsed_without_drift(
     rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, fall: float = COLLAPSE_FALL
 ) -> bool:
-    """Whether accuracy fell more than ``fall`` below its running best with no drift event in between.
+    """Whether accuracy fell more than ``fall`` below its best and stayed there, with no drift event to explain it.
 
-    At each evaluation (round r) the running best is the highest accuracy of the evaluations
-    up to r, first reached at round b; the run collapsed if at some r it is more than ``fall``
-    below that best and no trace event has a round e with b < e <= r (a fall that a drift
-    event may explain, or a run still below a pre-drift best, is not flagged).
+    The run is cut into segments at trace events (an evaluation at round r belongs to the
+    segment of the events at or before r). In each segment, accuracy is smoothed by its
+    ``SMOOTHING``-evaluation trailing mean (within the segment); the run collapsed if some
+    segment ends more than ``fall`` below the highest smoothed accuracy it reached. A dip
+    that recovers before the segment ends, or a fall that an event may explain, is not flagged.
     """
     rounds, accuracy = np.asarray(rounds), np.asarray(accuracy, dtype=float)
     _check_same_length(rounds, accuracy)
-    if accuracy.size == 0:
-        return False
-    best = np.maximum.accumulate(accuracy)
-    raised = np.concatenate([[True], accuracy[1:] > best[:-1]])  # a new best (ties keep the first round)
-    best_round = rounds[np.maximum.accumulate(np.where(raised, np.arange(accuracy.size), 0))]
-    events = np.sort(np.asarray(event_rounds))
-    drift_between = np.searchsorted(events, rounds, side="right") > np.searchsorted(events, best_round, side="right")
-    return bool(((best - accuracy > fall) & ~drift_between).any())
+    segment = np.searchsorted(np.sort(np.asarray(event_rounds)), rounds, side="right")
+    for index in np.unique(segment):
+        smoothed = trailing_mean(accuracy[segment == index], SMOOTHING)
+        if smoothed.max() - smoothed[-1] > fall:
+            return True
+    return False
 
 
 def recovery(rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, event_kinds: list[str]) -> list[Recovery]:

@@ -163,28 +163,37 @@ def test_degeneracy_flags():
     assert degeneracy(one + 1, np.array([], dtype=int), np.array([10]), True, False) == ()
 
 
-def test_collapse_without_drift_flags_a_fall_below_the_running_best_with_no_event_in_between():
-    rounds = np.arange(6)
-    # running best 0.9 first reached at round 2; round 4 is 0.3 below it (> 0.2)
-    collapse = np.array([0.1, 0.5, 0.9, 0.8, 0.6, 0.65])
+def test_collapse_without_drift_flags_a_segment_that_ends_far_below_its_smoothed_best():
+    rounds = np.arange(8)
+    # trailing means of 3: best (0.9 + 0.9 + 0.9) / 3 = 0.9 at round 4; the run ends at 0.6: 0.3 below
+    collapse = np.array([0.9, 0.9, 0.9, 0.9, 0.9, 0.6, 0.6, 0.6])
     assert collapsed_without_drift(rounds, collapse, np.array([], dtype=int))
-    # an event at round 4 lies in (2, 4] and (2, 5]: the fall may be the drift's, so no flag
-    assert not collapsed_without_drift(rounds, collapse, np.array([4]))
-    # an event at the best's own round (2) is not in (2, 4]: the best was already measured after it
-    assert collapsed_without_drift(rounds, collapse, np.array([2]))
-    assert collapsed_without_drift(rounds, collapse, np.array([5]))  # round 4's fall precedes the event
-    # a slow decline: at most 0.19 below the best; exactly 0.2 (0.5 - 0.3) is not more than 0.2 either
-    assert not collapsed_without_drift(rounds, np.array([0.9, 0.86, 0.82, 0.78, 0.74, 0.71]), np.array([], dtype=int))
-    assert not collapsed_without_drift(rounds[:2], np.array([0.5, 0.3]), np.array([], dtype=int))
-    assert collapsed_without_drift(rounds[:2], np.array([0.5, 0.3]), np.array([], dtype=int), fall=0.19)
+    # an event at round 5 starts a new segment: the fall may be the drift's, so no flag
+    assert not collapsed_without_drift(rounds, collapse, np.array([5]))
+    # an event before the best, or after the fall has lasted to a segment's end, explains nothing
+    assert collapsed_without_drift(rounds, collapse, np.array([1]))
+    assert collapsed_without_drift(rounds, collapse, np.array([8]))
+    # exactly 0.2 below is not more than 0.2; a lower threshold flags it
+    level = np.array([0.5, 0.5, 0.5, 0.3, 0.3, 0.3])
+    assert not collapsed_without_drift(rounds[:6], level, np.array([], dtype=int))
+    assert collapsed_without_drift(rounds[:6], level, np.array([], dtype=int), fall=0.19)
 
 
-def test_collapse_without_drift_measures_from_the_best_reached_after_a_drift():
-    rounds = np.arange(4)
-    # drift at 1, a new best 0.95 at round 2, then 0.35 lower at round 3 with no event in (2, 3]
-    assert collapsed_without_drift(rounds, np.array([0.9, 0.4, 0.95, 0.6]), np.array([1]))
-    # still below the pre-drift best 0.9 (round 0): the event at 1 is in (0, r] for every later round
-    assert not collapsed_without_drift(rounds, np.array([0.9, 0.6, 0.65, 0.3]), np.array([1]))
+def test_a_dip_that_recovers_or_a_single_noisy_evaluation_is_no_collapse():
+    rounds = np.arange(8)
+    # a dip to 0.2 in the middle of a segment, back to 0.9 before it ends (a method re-clustering)
+    assert not collapsed_without_drift(rounds, np.array([0.9, 0.9, 0.9, 0.2, 0.3, 0.9, 0.9, 0.9]), np.array([], dtype=int))
+    # the last evaluation alone 0.3 below: its trailing mean (0.9 + 0.9 + 0.6) / 3 is 0.1 below
+    assert not collapsed_without_drift(rounds, np.array([0.9] * 7 + [0.6]), np.array([], dtype=int))
+    assert not collapsed_without_drift(np.array([], dtype=int), np.array([]), np.array([], dtype=int))
+
+
+def test_collapse_without_drift_measures_each_segment_from_its_own_best():
+    rounds = np.arange(8)
+    # drift at 4: the second segment reaches 0.95 (smoothed) and ends 0.35 below it
+    assert collapsed_without_drift(rounds, np.array([0.9, 0.9, 0.9, 0.9, 0.95, 0.95, 0.95, 0.6]), np.array([4]), fall=0.1)
+    # below the first segment's level after the drift, but steady within its own segment: no flag
+    assert not collapsed_without_drift(rounds, np.array([0.9, 0.9, 0.9, 0.9, 0.4, 0.4, 0.4, 0.4]), np.array([4]))
 
 
 def test_recovery_two_events_last_runs_to_end():
