@@ -17,6 +17,7 @@ import time
 from multiprocessing.context import BaseContext
 from multiprocessing.forkserver import ensure_running
 
+from driftbench.locks import pid_running
 from driftbench.registry import ENV
 
 PRELOAD = ["driftbench.runner"]
@@ -53,17 +54,6 @@ def enter_worker_state(plugins: str | None, owner: int) -> None:
 
 def exit_with(owner: int, every: float = 1.0) -> None:
     """Poll every ``every`` seconds whether process ``owner`` exists; once it does not, end this process (status 1)."""
-    while alive(owner):
+    while pid_running(owner):
         time.sleep(every)
     os._exit(1)
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (one of another user counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
