@@ -44,9 +44,18 @@ def client_seconds(
     upload_bytes: np.ndarray,
 ) -> np.ndarray:
     """Seconds each client spends computing and transferring in a round."""
-    compute = PASSES_PER_TRAINING_SAMPLE * trained_samples * forward_flops / 1e6 * profiles.ms_per_mflop[clients] / 1e3
     transfer = 8 * download_bytes / profiles.download_bps[clients] + 8 * upload_bytes / profiles.upload_bps[clients]
-    seconds: np.ndarray = compute + transfer
+    seconds: np.ndarray = compute_seconds(profiles, clients, trained_samples, forward_flops) + transfer
+    return seconds
+
+
+def compute_seconds(
+    profiles: ClientProfiles, clients: np.ndarray, trained_samples: np.ndarray, forward_flops: float
+) -> np.ndarray:
+    """Seconds each client computes for ``trained_samples`` (in training passes over one sample) at its profile speed."""
+    seconds: np.ndarray = (
+        PASSES_PER_TRAINING_SAMPLE * trained_samples * forward_flops / 1e6 * profiles.ms_per_mflop[clients] / 1e3
+    )
     return seconds
 
 

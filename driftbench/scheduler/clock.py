@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from driftbench.engine.clock import ClientProfiles, client_seconds, round_seconds, server_seconds
+from driftbench.engine.clock import ClientProfiles, client_seconds, compute_seconds, round_seconds, server_seconds
 from driftbench.methods.base import FLOAT_BYTES, Overhead, Plan, RoundTraffic
 
 
@@ -59,10 +59,7 @@ class RunClock:
         server = server_seconds(server_flops)
         self.sim_seconds += round_seconds(times, server)
         self.server_seconds += server
-        no_bytes = np.zeros(len(involved))
-        self.client_query_seconds += float(
-            client_seconds(self.profiles, involved, queried, self.forward_flops, no_bytes, no_bytes).sum()
-        )
+        self.client_query_seconds += float(compute_seconds(self.profiles, involved, queried, self.forward_flops).sum())
         self.server_wall_seconds += server_wall_seconds
         self.upload_bytes += self.model_bytes * plan.models_uploaded * len(plan.participants)
         self.overhead.upload_bytes += extra * len(plan.participants)
