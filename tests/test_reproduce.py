@@ -449,6 +449,7 @@ def test_a_failed_premise_gives_invalid_premise_with_the_failing_value(tmp_path)
     runs = seeds(a=[0.80, 0.81, 0.82], b=[0.60, 0.61, 0.61], oracle=[0.83, 0.84, 0.85])
     result = evaluate(claim, runs)
     assert result.verdict == INVALID_PREMISE and result.p is None
+    assert result.paper == 10 and result.ours is None  # the paper's effect is shown; ours is not compared with it
     assert result.reason == "premise 'final_accuracy: oracle > a by 0.05' fails: oracle 0.840, a 0.810"
     assert finalize([result])[0].verdict == INVALID_PREMISE
     roomy = {s: {**by, "oracle": replace(by["oracle"], final_accuracy=0.95)} for s, by in runs.items()}

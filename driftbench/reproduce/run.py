@@ -216,19 +216,18 @@ def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None) -> ClaimResult
             if value is None:
                 return ClaimResult(claim, UNTESTABLE, f"{method}, seed {seed}: {metric_spec(claim.metric).missing}")
             values[method].append(value)
-    shown = figure(claim, values)
+    shown, paper = figure(claim, values), paper_effect(claim)
     collapsed = first_flagged(runs, (COLLAPSE,))
     if collapsed:
         method, _, seed = collapsed
-        return ClaimResult(
-            claim, INVALID_PREMISE, f"premise 'no run collapses without drift' fails: {method} at seed {seed}", shown
-        )
+        why = f"premise 'no run collapses without drift' fails: {method} at seed {seed}"
+        return ClaimResult(claim, INVALID_PREMISE, why, shown, paper=paper)
     unmet = next((why for why in (premise_failure(claim, p, runs) for p in claim.premises) if why), None)
     if unmet:
-        return ClaimResult(claim, INVALID_PREMISE, unmet, shown)
+        return ClaimResult(claim, INVALID_PREMISE, unmet, shown, paper=paper)
     never = unreached(claim, runs)
     if never:
-        return ClaimResult(claim, NOT_REPRODUCED, never, shown)
+        return ClaimResult(claim, NOT_REPRODUCED, never, shown, paper=paper)
     statistics = [claim.direction.statistic({m: v[i] for m, v in values.items()}) for i in range(len(runs))]
     if claim.direction.relation == "=":
         a, b = claim.methods
@@ -236,7 +235,7 @@ def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None) -> ClaimResult
     else:
         p = one_sided_p(statistics)
     result = test(statistics, p)
-    return ClaimResult(claim, result.verdict, result.reason, shown, result.p, ours_effect(claim, values), paper_effect(claim))
+    return ClaimResult(claim, result.verdict, result.reason, shown, result.p, ours_effect(claim, values), paper)
 
 
 def first_flagged(runs: Runs, only: tuple[str, ...] | None = None) -> tuple[str, tuple[str, ...], int] | None:
