@@ -479,6 +479,7 @@ def test_a_run_that_never_reaches_the_target_gives_no_speed_up(tmp_path):
     result = evaluate(flipped, runs)
     assert result.verdict == NOT_REPRODUCED
     assert result.reason == "never never reaches fedavg's final accuracy at seed 0, 1, 2: no speed-up there"
+    assert result.paper == 10 and result.ours is None  # the paper's effect stays beside a speed-up never measured
 
 
 def test_peak_accuracy_and_the_delta_against_the_no_drift_twin(tmp_path):
