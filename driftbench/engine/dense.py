@@ -102,7 +102,9 @@ class _Product:
         out.baddbmm_(self.delta.transpose(1, 2), self.below, beta=beta, alpha=alpha)
 
     def plus(self, base: torch.Tensor, beta: float) -> torch.Tensor:
-        """beta * base + g."""
+        """beta * base + g; g alone for beta = 0 (CUDA baddbmm with beta = -0.0 reads its uninitialised output)."""
+        if not beta:
+            return torch.bmm(self.delta.transpose(1, 2), self.below)
         return torch.baddbmm(base, self.delta.transpose(1, 2), self.below, beta=beta)
 
 
