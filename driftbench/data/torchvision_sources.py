@@ -1,10 +1,12 @@
 """torchvision's CIFAR-10/100, MNIST, Fashion-MNIST and SVHN, read from torchvision's on-disk layout.
 
-Missing files are downloaded into the data root with torchvision's download helpers (URLs and
-checksums from torchvision's dataset classes; progress bar included). The files are read
-here, not by torchvision's dataset classes: MNIST-style IDX files and SVHN's .mat files
-directly, CIFAR's pickled python batches through ``restricted_pickle``, which builds nothing
-but containers and numpy arrays (torchvision's own CIFAR loader would unpickle them freely).
+Fashion-MNIST is also read from Debian's ``dataset-fashion-mnist`` (the four gzipped IDX files in
+/usr/share/datasets/fashion-mnist) when no data root is given. Missing files are downloaded
+into the data root with torchvision's download helpers (URLs and checksums from torchvision's
+dataset classes; progress bar included). The files are read here, not by torchvision's dataset
+classes: MNIST-style IDX files and SVHN's .mat files directly, CIFAR's pickled python batches
+through ``restricted_pickle``, which builds nothing but containers and numpy arrays
+(torchvision's own CIFAR loader would unpickle them freely).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from driftbench.data.sources import Source, register
 from driftbench.errors import DataSourceError
 
 SPLITS = ("train", "test")
+SYSTEM_DATASETS = Path("/usr/share/datasets")  # where Debian's dataset-* packages install their files
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,18 @@ class Files:
 
 
 @dataclass(frozen=True)
+class Packaged:
+    """A Debian package that installs a dataset's files, without torchvision's sub-folders, in ``SYSTEM_DATASETS/<folder>``."""
+
+    package: str
+    folder: str
+
+    def path(self) -> Path:
+        """The folder the package's files are in."""
+        return SYSTEM_DATASETS / self.folder
+
+
+@dataclass(frozen=True)
 class Layout:
     """A torchvision dataset: its class in ``torchvision.datasets`` (file names, URLs, checksums) and how to read it."""
 
@@ -65,6 +80,7 @@ class Layout:
     dataset: str  # the torchvision.datasets class
     files_of: Callable[[Any], Files]  # that class -> its files
     read: Callable[[list[Path], str], tuple[np.ndarray, np.ndarray]]  # (split's files, source) -> (x, y)
+    packaged: Packaged | None = None  # read when no data root is given and it holds the files
 
     def files(self) -> Files:
         """The dataset's files, from its torchvision class (torchvision is imported here: importing it takes seconds)."""
@@ -227,11 +243,13 @@ LAYOUTS = (
     ),
     Layout(
         "fmnist",
-        "Fashion-MNIST (torchvision): 70,000 28x28 clothing images, 10 classes; downloaded when missing",
+        "Fashion-MNIST: 70,000 28x28 clothing images, 10 classes; Debian's dataset-fashion-mnist files when installed, "
+        "else downloaded when missing",
         10,
         "FashionMNIST",
         mnist_files,
         read_mnist,
+        Packaged("dataset-fashion-mnist", "fashion-mnist"),
     ),
     Layout(
         "svhn",
@@ -244,34 +262,48 @@ LAYOUTS = (
 )
 
 
-def _missing(files: Files, root: Path, splits: tuple[str, ...]) -> list[Path]:
-    """The files of ``splits`` that are in the data root neither as they are nor gzipped."""
-    paths = [root / f for split in splits for f in files.paths[split]]
-    return [p for p in paths if not (p.is_file() or p.with_name(p.name + ".gz").is_file())]
+def _missing(root: Path, paths: dict[str, tuple[str, ...]], splits: tuple[str, ...]) -> list[Path]:
+    """The files of ``splits`` that are in ``root`` neither as they are nor gzipped."""
+    found = [root / f for split in splits for f in paths[split]]
+    return [p for p in found if not (p.is_file() or p.with_name(p.name + ".gz").is_file())]
 
 
-def load_layout(layout: Layout, params: TorchvisionParams) -> Pool:
-    """The pool of ``layout``'s requested splits, downloading missing files first when allowed."""
-    root = data_root(params.root, layout.name)
-    splits = SPLITS if params.split == "all" else (params.split,)
-    files = layout.files()
-    hint = files.hint.format(root=root)
-    if _missing(files, root, splits) and params.download:
-        root.mkdir(parents=True, exist_ok=True)
-        try:
-            files.fetch(root, splits)
-        except (OSError, RuntimeError) as exc:
-            raise DataSourceError(f"{layout.name}: cannot download into {root} ({exc}); offline, {hint}") from None
-    missing = _missing(files, root, splits)
-    if missing:
-        retry = "" if params.download else " (or set source.download=true)"
-        raise DataSourceError(f"{layout.name}: missing file {missing[0]}; {hint}{retry}")
-    parts = [layout.read([root / f for f in files.paths[s]], layout.name) for s in splits]
+def _read_pool(layout: Layout, root: Path, paths: dict[str, tuple[str, ...]], splits: tuple[str, ...]) -> Pool:
+    """The pool of ``splits`` read from ``root``, the split of each sample in the ``split`` meta column."""
+    parts = [layout.read([root / f for f in paths[s]], layout.name) for s in splits]
     y = np.concatenate([part_y for _, part_y in parts])
     if len(y) and (y.min() < 0 or y.max() >= layout.num_classes):
         raise DataSourceError(f"{layout.name}: labels outside 0..{layout.num_classes - 1} in {root}")
     meta = pd.DataFrame({"split": np.repeat(splits, [len(part_y) for _, part_y in parts])})
     return Pool(layout.name, np.concatenate([x for x, _ in parts]), y, layout.num_classes, meta)
+
+
+def load_layout(layout: Layout, params: TorchvisionParams) -> Pool:
+    """The pool of ``layout``'s requested splits: from the data root if given, else its Debian package's folder if that
+    holds the files, else the default data root, downloading missing files first when allowed."""
+    splits = SPLITS if params.split == "all" else (params.split,)
+    files = layout.files()
+    if layout.packaged and not params.root:
+        flat = {split: tuple(Path(f).name for f in names) for split, names in files.paths.items()}
+        if not _missing(layout.packaged.path(), flat, splits):
+            return _read_pool(layout, layout.packaged.path(), flat, splits)
+    root = data_root(params.root, layout.name)
+    install = ""
+    if layout.packaged:
+        install = f"apt-get install {layout.packaged.package} (it installs {layout.packaged.path()}), or "
+    remedy = f"{install}{files.hint.format(root=root)}"
+    elsewhere = f"; --data-root DIR reads DIR instead of {root}"
+    if _missing(root, files.paths, splits) and params.download:
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            files.fetch(root, splits)
+        except (OSError, RuntimeError) as exc:
+            raise DataSourceError(f"{layout.name}: cannot download into {root} ({exc}); offline, {remedy}{elsewhere}") from None
+    missing = _missing(root, files.paths, splits)
+    if missing:
+        retry = "" if params.download else " (or set source.download=true)"
+        raise DataSourceError(f"{layout.name}: missing file {missing[0]}; {remedy}{retry}{elsewhere}")
+    return _read_pool(layout, root, files.paths, splits)
 
 
 for _layout in LAYOUTS:

@@ -50,18 +50,31 @@ def write_idx(path: Path, array: np.ndarray, packed: bool) -> None:
         path.write_bytes(raw)
 
 
-def write_mnist(root: Path, cls: type, rng: np.random.Generator, packed: bool) -> dict[str, Split]:
-    """MNIST-style IDX files in ``<root>/<Class>/raw`` (plain, as torchvision leaves them, or still gzipped)."""
-    raw = root / cls.__name__ / "raw"
-    raw.mkdir(parents=True)
-    names = [name.removesuffix(".gz") for name, _md5 in cls.resources]
+def write_idx_files(folder: Path, names: list[str], rng: np.random.Generator, packed: bool) -> dict[str, Split]:
+    """MNIST-style IDX files named ``names`` (train images, train labels, test images, test labels; without .gz)."""
+    folder.mkdir(parents=True)
     expected = {}
     for split, (image_file, label_file), n in (("train", names[:2], 5), ("test", names[2:], 3)):
         x, y = images(rng, n, (28, 28)), rng.integers(0, 10, n).astype(np.uint8)
-        write_idx(raw / image_file, x, packed)
-        write_idx(raw / label_file, y, packed)
+        write_idx(folder / image_file, x, packed)
+        write_idx(folder / label_file, y, packed)
         expected[split] = (x[:, None], y.astype(np.int64))
     return expected
+
+
+def write_mnist(root: Path, cls: type, rng: np.random.Generator, packed: bool) -> dict[str, Split]:
+    """MNIST-style IDX files in ``<root>/<Class>/raw`` (plain, as torchvision leaves them, or still gzipped)."""
+    names = [name.removesuffix(".gz") for name, _md5 in cls.resources]
+    return write_idx_files(root / cls.__name__ / "raw", names, rng, packed)
+
+
+# What `dpkg -L dataset-fashion-mnist` lists in /usr/share/datasets/fashion-mnist, each gzipped.
+DEBIAN_FMNIST = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+
+
+def write_debian_fmnist(datasets: Path, rng: np.random.Generator) -> dict[str, Split]:
+    """Debian's dataset-fashion-mnist under ``datasets`` (for /usr/share/datasets): fashion-mnist/*-ubyte.gz, no sub-folders."""
+    return write_idx_files(datasets / "fashion-mnist", DEBIAN_FMNIST, rng, packed=True)
 
 
 def write_svhn(root: Path, rng: np.random.Generator) -> dict[str, Split]:

@@ -12,9 +12,9 @@ import pytest
 import torchvision.datasets as tv
 import torchvision.datasets.utils as tv_utils
 
-from driftbench.data import load_pool
+from driftbench.data import load_pool, torchvision_sources
 from driftbench.errors import DataSourceError
-from tests.data.formats import TORCHVISION_WRITERS, write_cifar, write_mnist
+from tests.data.formats import TORCHVISION_WRITERS, write_cifar, write_debian_fmnist, write_mnist
 
 
 @pytest.fixture(autouse=True)
@@ -87,6 +87,55 @@ def test_malformed_files_are_named(tmp_path):
     (tmp_path / "c" / tv.CIFAR10.base_folder / "test_batch").write_bytes(pickle.dumps({b"data": np.zeros((1, 3072), np.uint8)}))
     with pytest.raises(DataSourceError, match="test_batch lacks key 'labels'"):
         load_pool("cifar10", {"root": str(tmp_path / "c")})
+
+
+def test_fmnist_reads_debian_folder_unless_a_data_root_is_given(tmp_path, monkeypatch):
+    monkeypatch.setattr(torchvision_sources, "SYSTEM_DATASETS", tmp_path / "datasets")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    debian = write_debian_fmnist(tmp_path / "datasets", np.random.default_rng(0))
+    torchvision = write_mnist(tmp_path / "root", tv.FashionMNIST, np.random.default_rng(1), packed=False)
+    for pool, expected in (
+        (load_pool("fmnist", {}), debian),
+        (load_pool("fmnist", {"root": str(tmp_path / "root")}), torchvision),
+    ):
+        assert pool.x.shape == (8, 1, 28, 28) and pool.x.dtype == np.uint8 and pool.y.dtype == np.int64
+        assert np.array_equal(pool.x, np.concatenate([expected["train"][0], expected["test"][0]]))
+        assert np.array_equal(pool.y, np.concatenate([expected["train"][1], expected["test"][1]]))
+        assert pool.meta["split"].tolist() == ["train"] * 5 + ["test"] * 3
+    (tmp_path / "datasets/fashion-mnist/train-labels-idx1-ubyte.gz").unlink()
+    assert np.array_equal(load_pool("fmnist", {"split": "test"}).x, debian["test"][0])
+    with pytest.raises(DataSourceError, match=r"missing file .*home/\.cache/driftbench/fmnist/FashionMNIST/raw/train-images"):
+        load_pool("fmnist", {"download": "false"})  # an incomplete Debian folder is passed over
+
+
+def test_real_fashion_mnist_from_debian():
+    folder = torchvision_sources.SYSTEM_DATASETS / "fashion-mnist"
+    if not folder.is_dir():
+        if os.environ.get("DRIFTBENCH_REQUIRE_FMNIST"):
+            pytest.fail(f"{folder} is required here (.ci/run installs dataset-fashion-mnist) but is missing")
+        pytest.skip("Debian's dataset-fashion-mnist is not installed (apt-get install dataset-fashion-mnist)")
+    pool = load_pool("fmnist", {"download": "false"})
+    assert pool.x.shape == (70_000, 1, 28, 28) and pool.x.dtype == np.uint8 and pool.x.max() == 255
+    train = (pool.meta["split"] == "train").to_numpy()
+    assert train.sum() == 60_000 and train[:60_000].all()
+    assert np.bincount(pool.y[train]).tolist() == [6_000] * 10
+    assert np.bincount(pool.y[~train]).tolist() == [1_000] * 10
+
+
+def test_missing_fmnist_is_one_line_naming_the_package_and_data_root(tmp_path, monkeypatch, capsys):
+    from driftbench.cli import main
+
+    monkeypatch.setattr(torchvision_sources, "SYSTEM_DATASETS", tmp_path / "datasets")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    trace = ["trace", "show", "label-shift", "--set", "source=fmnist"]
+    for args, says in (
+        (["--set", "source.download=false", "--data-root", str(tmp_path / "empty")], "missing file"),
+        ([], "cannot download into"),  # the default: a download, offline here
+    ):
+        assert main([*trace, *args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+        assert "apt-get install dataset-fashion-mnist (it installs " in err and "--data-root DIR reads DIR instead of" in err
 
 
 TINY_TRACE = [
