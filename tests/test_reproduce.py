@@ -361,6 +361,15 @@ def test_a_report_with_other_columns_is_refused(tmp_path):
         read_report(path)
 
 
+def test_what_differs_from_the_paper_is_one_line_in_the_notes_beside_the_protocol(tmp_path):
+    extra = 'protocol = "IFCA told K = 5"\ndiffers = """60 samples per client,\n  not 500"""\n'
+    claim = one_claim(tmp_path, '["a", "b"]', "a > b", extra=extra)
+    assert claim.differs == "60 samples per client, not 500"
+    notes = row(evaluate(claim, seeds(a=[0.7, 0.71, 0.72], b=[0.6, 0.6, 0.6])))["notes"]
+    assert notes == "protocol: IFCA told K = 5 | differs: 60 samples per client, not 500"
+    assert "differs" not in row(evaluate(one_claim(tmp_path, '["a", "b"]', "a > b"), seeds(a=[0.7], b=[0.6])))["notes"]
+
+
 def test_a_diagnosis_is_shown_where_a_claim_does_not_reproduce_and_checked_when_read(tmp_path):
     diagnosis = (
         '[claims.diagnosis]\nkind = "workload differs"\nevidence = """digits, not CIFAR-10:\n  the groups never conflict"""\n'
@@ -524,6 +533,8 @@ BAD_VALUES = [
     (KIND + 'premises = ["final_accuracy: increasing"]\n', "premises[0]: methods: an ordering needs at least two methods"),
     (KIND + "method_set = { c = { k = 5 } }\n", "claims[0] (x): method_set: 'c' is not one of the claim's runs ['a', 'b']"),
     (KIND + 'workload = " "\n', "claims[0] (x): workload: expected one line"),
+    (KIND + "differs = 3\n", "claims[0] (x): differs must be a string, got 3"),
+    (KIND + 'differs = " "\n', "claims[0] (x): differs: expected one line"),
 ]
 
 

@@ -43,11 +43,12 @@ CLAIM_KEYS = {
     "twin": dict,
     "protocol": str,
     "workload": str,
+    "differs": str,
     "diagnosis": dict,
 }  # paper_value (a number or a table) is checked on its own
 VALUE_KEY = "paper_value"
 OPTIONAL_CLAIM_KEYS = {"set", "target", "diagnosis", "difference", "effect", "premises", "method_set", "twin", "protocol"}
-OPTIONAL_CLAIM_KEYS |= {"workload"}
+OPTIONAL_CLAIM_KEYS |= {"workload", "differs"}
 # exact: the paper's metric; proxy: another metric standing in for it (``difference`` says how); driftbench: a
 # figure the paper does not report, judged apart from the paper's claims
 KINDS = ("exact", "proxy", "driftbench")
@@ -344,6 +345,7 @@ class Claim:
     twin: Mapping[str, str] | None = None  # trace overrides that remove the drift: the no-drift twin setting
     protocol: str | None = None  # how the baselines are set, or which stands in for the paper's, in one line
     workload: str | None = None  # the paper's workload that this trace does not build yet, in one line: not run
+    differs: str | None = None  # what of the paper's protocol the claim's setting still does not follow, and why, in one line
     target: str | None = None  # tta_speedup: the method whose final accuracy is the target (default FedAvg)
     diagnosis: Diagnosis | None = None  # why it does not reproduce, where that has been found out
 
@@ -472,6 +474,7 @@ def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Cl
         twin=flat_sets(table["twin"]) if "twin" in table else None,
         protocol=one_line(table, "protocol", where),
         workload=one_line(table, "workload", where),
+        differs=one_line(table, "differs", where),
         target=target,
         diagnosis=parse_diagnosis(table["diagnosis"], where) if "diagnosis" in table else None,
     )
@@ -482,7 +485,7 @@ def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Cl
 
 
 def one_line(table: dict[str, Any], key: str, where: str) -> str | None:
-    """An optional one-line note (``protocol``, ``workload``); an empty one is a ConfigError naming ``where``."""
+    """An optional one-line note (``protocol``, ``workload``, ``differs``); an empty one is a ConfigError naming ``where``."""
     if key not in table:
         return None
     text = " ".join(table[key].split())

@@ -55,10 +55,11 @@ def number(value: float | None, claim: Claim) -> str:
 
 
 def notes(claim: Claim) -> str:
-    """The claim's proxy difference, protocol, premises and twin, on one line (``-`` if none)."""
+    """The claim's proxy difference, protocol, what differs from the paper's, premises and twin, on one line (``-`` if none)."""
     parts = [
         *([f"proxy: {claim.difference}"] if claim.difference else []),
         *([f"protocol: {claim.protocol}"] if claim.protocol else []),
+        *([f"differs: {claim.differs}"] if claim.differs else []),
         *([f"premises: {'; '.join(p.text for p in claim.premises)}"] if claim.premises else []),
         *([f"no-drift twin: {', '.join(f'{k}={v}' for k, v in claim.twin.items())}"] if claim.twin else []),
     ]
