@@ -35,6 +35,7 @@ MLP_PARAMETERS = 64 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10  # the MLP on 
 CLUSTER_WITHIN_TINY = {
     "cflgt": {"pretrain_rounds": 2, "recluster_every": 2},
     "cfl": {"warmup": 1},
+    "flhc": {"warmup": 2},
 }  # else they never cluster in 6 rounds
 
 
