@@ -252,6 +252,7 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     assert {c.paper for c in bundled} == {"fielding", "fedcm", "feddag", "mscfl", "cflgt"} and len(bundled) >= 40
     assert all((c.paper_value is None) == (c.kind == "driftbench") for c in bundled)  # a paper claim has the paper's value
     assert all(bool(c.difference) == (c.kind == "proxy") for c in bundled)
+    assert all((c.bound is not None) == (c.kind == "bound") for c in bundled)
     runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
     without_flower = set() if importlib.util.find_spec("flwr") else flower_claims(bundled)  # the tests accept both states
     workload = {c.key: f"workload differs: {c.workload}" for c in bundled if c.workload}
@@ -455,6 +456,20 @@ def test_a_bound_claim_checks_our_effect_against_the_bound_not_within_3x(tmp_pat
     assert finalize([evaluate(exact, seeds(a=a, b=[0.60, 0.61, 0.61]))])[0].verdict != expected
     relabelled = plan([exact], (0,), "embedded", Execution(out=tmp_path)).jobs
     assert plan([claim], (0,), "embedded", Execution(out=tmp_path)).jobs == relabelled  # a label changes no run
+
+
+def test_labels_and_protocols_the_paper_audit_corrected():
+    bundled = {c.key: c for c in load_claims()}
+    relabelled = ["fielding/fig7-feddrift", *(f"fedcm/table3-{m}" for m in ("migration", "ifca", "pacfl", "flexcfl"))]
+    assert all(bundled[k].kind == "proxy" for k in relabelled)
+    bounds = [f"fielding/s3-{m}" for m in ("auxo", "flexcfl", "tta-auxo", "tta-flexcfl")]
+    assert [(bundled[k].kind, bundled[k].bound) for k in bounds] == [("bound", "at_least")] * 4
+    cflgt = bundled["cflgt/table1-fedprox"]
+    assert cflgt.method_run("fedprox").sets == (("mu", "0.001"),)  # CFLGT's Table I caption: mu = 0.001
+    assert load_method("fedprox", dict(cflgt.method_run("fedprox").sets)).params.mu == 0.001
+    others = [c for c in bundled.values() if c.paper != "cflgt" and "fedprox" in c.runs]
+    assert others and all(c.method_run("fedprox").sets == () for c in others)  # FIELDING's and Fed-CM's stay at 0.01
+    assert load_method("fedprox").params.mu == 0.01
 
 
 def test_holm_over_a_papers_claims_keeps_its_driftbench_claims_apart(tmp_path):
