@@ -117,6 +117,7 @@ def stable_delta(summary: Summary, context: Context) -> float | None:
     """Fed-CM's Delta: (Stable - final) / Stable x 1000, Stable the final accuracy of the same method without the drift.
 
     Stable is the twin run's: the claim's trace with its drift removed (``twin``), same method and seed.
+    Our reading: the paper prints Delta without defining it, so its claims are proxies.
     """
     twin = context.twin
     assert twin is not None  # a delta_permille_stable claim has a twin (parse_claim), whose run is planned
