@@ -54,7 +54,7 @@ OPTIONAL_CLAIM_KEYS |= {"workload", "bound"}
 # not print (``bound`` says which side); proxy: another metric standing in for it (``difference`` says how);
 # driftbench: a figure the paper does not report, judged apart from the paper's claims
 KINDS = ("exact", "bound", "proxy", "driftbench")
-UNITS = {"points": 100.0, "permille": 1.0, "x": 1.0, "seconds": 1.0, "count": 1.0, "ari": 1.0}  # unit -> ours' scale
+UNITS = {"points": 100.0, "permille": 1.0, "x": 1.0, "seconds": 1.0, "count": 1.0, "ari": 1.0, "distance": 1.0}  # unit -> ours' scale
 EFFECTS = ("difference", "ratio")  # how the paper's effect and ours are formed from the methods' values
 DEGENERATE_PREMISE = "none degenerate"
 DIAGNOSIS_KEYS = {"kind": str, "evidence": str}
@@ -155,6 +155,7 @@ METRICS: dict[str, Metric] = {
     "pre_drift_accuracy": Metric(pre_drift, "no evaluation before a drift event", "{:.3f}"),
     "ari_mean": Metric(lambda s, _: s.ari_mean, "no evaluation whose ground truth has >= 2 groups", "{:.3f}"),
     "n_clusters_final": Metric(lambda s, _: s.n_clusters_final, "no cluster count"),
+    "mean_client_distance_final": Metric(lambda s, _: s.mean_client_distance_final, "no clustering", "{:.3f}"),
     "cluster_seconds": Metric(lambda s, _: s.overhead.cluster_seconds, "no server time"),
     "clustering_seconds": Metric(lambda s, _: s.overhead.cluster_seconds + s.overhead.client_query_seconds, "no server time"),
     "scorecard.in_segment_accuracy": Metric(lambda s, _: s.scorecard.in_segment_accuracy, "no segment completed", "{:.3f}"),
