@@ -54,7 +54,8 @@ OPTIONAL_CLAIM_KEYS |= {"workload", "bound"}
 # not print (``bound`` says which side); proxy: another metric standing in for it (``difference`` says how);
 # driftbench: a figure the paper does not report, judged apart from the paper's claims
 KINDS = ("exact", "bound", "proxy", "driftbench")
-UNITS = {"points": 100.0, "permille": 1.0, "x": 1.0, "seconds": 1.0, "count": 1.0, "ari": 1.0, "distance": 1.0}  # unit -> ours' scale
+# unit -> ours' scale
+UNITS = {"points": 100.0, "permille": 1.0, "x": 1.0, "seconds": 1.0, "count": 1.0, "ari": 1.0, "distance": 1.0}
 EFFECTS = ("difference", "ratio")  # how the paper's effect and ours are formed from the methods' values
 DEGENERATE_PREMISE = "none degenerate"
 DIAGNOSIS_KEYS = {"kind": str, "evidence": str}
