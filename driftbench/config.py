@@ -167,3 +167,17 @@ def as_plain(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [as_plain(v) for v in obj]
     return obj
+
+
+# Field metadata of a parameter added after traces or runs were published: it enters a trace's info or a
+# run's config only when set away from its default, so the records made before it keep their hash.
+RECORDED_WHEN_SET = "recorded_when_set"
+
+
+def recorded_params(params: DataclassInstance) -> dict[str, Any]:
+    """``params`` as a record holds them: a ``RECORDED_WHEN_SET`` field only when it differs from its default."""
+    plain: dict[str, Any] = as_plain(params)
+    for f in dataclasses.fields(params):
+        if f.metadata.get(RECORDED_WHEN_SET) and getattr(params, f.name) == f.default:
+            del plain[f.name]
+    return plain

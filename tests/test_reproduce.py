@@ -252,6 +252,7 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     assert {c.paper for c in bundled} == {"fielding", "fedcm", "feddag", "mscfl", "cflgt"} and len(bundled) >= 40
     assert all((c.paper_value is None) == (c.kind == "driftbench") for c in bundled)  # a paper claim has the paper's value
     assert all(bool(c.difference) == (c.kind == "proxy") for c in bundled)
+    assert all((c.bound is not None) == (c.kind == "bound") for c in bundled)
     runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
     without_flower = set() if importlib.util.find_spec("flwr") else flower_claims(bundled)  # the tests accept both states
     workload = {c.key: f"workload differs: {c.workload}" for c in bundled if c.workload}
@@ -440,6 +441,46 @@ def test_an_effect_more_than_3x_off_the_papers_holds_as_a_direction_only(tmp_pat
     assert evaluate(table, seeds(a=[1.0, 2.0, 3.0], b=[80.0, 82.0, 81.0])).ratio == pytest.approx(79 / 26)
 
 
+BOUND = 'kind = "bound"\nbound = "{}"\nunit = "points"\npaper_value = 10\n'  # the paper bounds the effect by 10 points
+
+
+@pytest.mark.parametrize(
+    ("bound", "a", "expected"),
+    [
+        ("at_least", [0.95, 0.96, 0.97], REPRODUCED),  # +35.3 points: 3.5x the bound, and a bound has no 3x rule
+        ("at_least", [0.65, 0.66, 0.66], DIRECTION_ONLY),  # +5 points: within 3x of 10, but below the bound
+        ("at_most", [0.62, 0.63, 0.63], REPRODUCED),  # +2 points: under the bound, though 0.2x of it
+        ("at_most", [0.85, 0.86, 0.86], DIRECTION_ONLY),  # +25 points: within 3x of 10, but over the bound
+    ],
+)
+def test_a_bound_claim_checks_our_effect_against_the_bound_not_within_3x(tmp_path, bound, a, expected):
+    # mutations: the 3x rule applied to a bound fails every row; a bound always met (not checked) fails rows 2 and 4
+    claim = one_claim(tmp_path, '["a", "b"]', "a > b", kind=BOUND.format(bound))
+    assert (claim.kind, claim.bound, claim.paper_value) == ("bound", bound, 10.0)
+    (result,) = finalize([evaluate(claim, seeds(a=a, b=[0.60, 0.61, 0.61]))])
+    assert result.verdict == expected and result.p is not None and result.p < 0.025
+    shown = row(result)
+    assert shown["kind"] == "bound" and shown["paper_value"] == f"{bound.replace('_', ' ')} 10 points"
+    exact = replace(claim, kind="exact", bound=None)  # the same numbers read as a printed effect of 10 points
+    assert finalize([evaluate(exact, seeds(a=a, b=[0.60, 0.61, 0.61]))])[0].verdict != expected
+    relabelled = plan([exact], (0,), "embedded", Execution(out=tmp_path)).jobs
+    assert plan([claim], (0,), "embedded", Execution(out=tmp_path)).jobs == relabelled  # a label changes no run
+
+
+def test_labels_and_protocols_the_paper_audit_corrected():
+    bundled = {c.key: c for c in load_claims()}
+    relabelled = ["fielding/fig7-feddrift", *(f"fedcm/table3-{m}" for m in ("migration", "ifca", "pacfl", "flexcfl"))]
+    assert all(bundled[k].kind == "proxy" for k in relabelled)
+    bounds = [f"fielding/s3-{m}" for m in ("auxo", "flexcfl", "tta-auxo", "tta-flexcfl")]
+    assert [(bundled[k].kind, bundled[k].bound) for k in bounds] == [("bound", "at_least")] * 4
+    cflgt = bundled["cflgt/table1-fedprox"]
+    assert cflgt.method_run("fedprox").sets == (("mu", "0.001"),)  # CFLGT's Table I caption: mu = 0.001
+    assert load_method("fedprox", dict(cflgt.method_run("fedprox").sets)).params.mu == 0.001
+    others = [c for c in bundled.values() if c.paper != "cflgt" and "fedprox" in c.runs]
+    assert others and all(c.method_run("fedprox").sets == () for c in others)  # FIELDING's and Fed-CM's stay at 0.01
+    assert load_method("fedprox").params.mu == 0.01
+
+
 def test_holm_over_a_papers_claims_keeps_its_driftbench_claims_apart(tmp_path):
     claim = one_claim(tmp_path, '["a", "b"]', "a > b")
     own = replace(claim, kind="driftbench", paper_value=None)
@@ -522,7 +563,7 @@ def test_method_overrides_give_runs_of_their_own(tmp_path):
 
 BAD_VALUES = [
     ('kind = "exact"\nunit = "points"\n', "claims[0] (x): missing 'paper_value': the paper's figure as a number"),
-    ('kind = "guess"\nunit = "points"\npaper_value = 1\n', "claims[0] (x): kind 'guess': allowed: exact, proxy, driftbench"),
+    ('kind = "guess"\nunit = "points"\npaper_value = 1\n', "(x): kind 'guess': allowed: exact, bound, proxy, driftbench"),
     ('kind = "exact"\nunit = "pts"\npaper_value = 1\n', "claims[0] (x): unit 'pts': allowed: points"),
     ('kind = "exact"\nunit = "points"\npaper_value = "high"\n', "claims[0] (x): paper_value 'high': expected a number"),
     ('kind = "exact"\nunit = "points"\npaper_value = { a = 1 }\n', "paper_value {'a': 1}: expected a number (the effect) or"),
@@ -535,6 +576,13 @@ BAD_VALUES = [
     (KIND + 'workload = " "\n', "claims[0] (x): workload: expected one line"),
     (KIND + "differs = 3\n", "claims[0] (x): differs must be a string, got 3"),
     (KIND + 'differs = " "\n', "claims[0] (x): differs: expected one line"),
+    (KIND + 'bound = "at_least"\n', "claims[0] (x): bound: a bound claim, and only it, says which bound its paper_value is"),
+    ('kind = "bound"\nunit = "points"\npaper_value = 1\n', "claims[0] (x): bound: a bound claim, and only it"),
+    ('kind = "bound"\nbound = "above"\nunit = "points"\npaper_value = 1\n', "bound 'above': allowed: at_least, at_most"),
+    (
+        'kind = "bound"\nbound = "at_least"\nunit = "points"\npaper_value = { a = 1, b = 2 }\n',
+        "claims[0] (x): bound: the paper_value of a bound is one number (the effect), got {'a': 1, 'b': 2}",
+    ),
 ]
 
 

@@ -35,6 +35,7 @@ MLP_PARAMETERS = 64 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10  # the MLP on 
 CLUSTER_WITHIN_TINY = {
     "cflgt": {"pretrain_rounds": 2, "recluster_every": 2},
     "cfl": {"warmup": 1},
+    "flhc": {"warmup": 2},
 }  # else they never cluster in 6 rounds
 
 
@@ -143,6 +144,7 @@ def test_cost_functions_on_known_sizes():
     assert work.kmeans(100, 3, 4, iterations=5, restarts=2) == 2 * (2 * 100 * 4 * 9 + 5 * (2 * 100 * 4 * 3 + 400))
     assert work.silhouette(10, 4) == 3 * 100 * 4 + 100 and work.silhouette(10) == 100
     assert work.linkage(10) == 400
+    assert work.dbscan(10) == 200
     assert work.affinity_propagation(10, 7) == 14 * 7 * 100
     assert work.svd(10, 4) == 4 * 10 * 4 * 4 == work.svd(4, 10)
     assert work.hungarian(3, 5) == 45

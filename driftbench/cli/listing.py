@@ -18,8 +18,10 @@ def add_parser(sub: Subparsers) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """``driftbench list``."""
-    for name, description in listing(args.kind):
-        print(f"{name:<18} {description}")
+    rows = listing(args.kind)
+    width = max((len(name) for name, _ in rows), default=0)
+    for name, description in rows:
+        print(f"{name:<{width}}  {description}")
     return 0
 
 

@@ -6,6 +6,7 @@ import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -16,8 +17,9 @@ from torch.func import functional_call, grad, vmap
 
 from driftbench.engine.dense import dense_layers, dense_step
 from driftbench.engine.device_data import DevicePool, LocalWork, Transforms
+from driftbench.engine.features import FeaturePenalty, FeatureTerm, classifier_name, head_inputs, penalised
 from driftbench.engine.precision import autocast, float32_math
-from driftbench.engine.sgd import Chunk, StepFn, gradient_step
+from driftbench.engine.sgd import Chunk, GradFn, StepFn, gradient_step
 from driftbench.train_config import TrainConfig
 
 Params = dict[str, torch.Tensor]
@@ -62,7 +64,8 @@ class BatchedTrainer:
     conv nets on CPU), so it pays no functorch overhead; larger chunks train views into the
     stacked parameters, a dense ReLU network outside bf16 and compiling by the written-out
     backpropagation of ``driftbench.engine.dense``, any other model with ``vmap(grad(...))``.
-    All apply the same SGD update.
+    All apply the same SGD update. A ``FeaturePenalty`` adds a term on the classifier layer's
+    input to each client's loss; a dense network then trains with ``vmap(grad(...))``.
     ``precision`` is the arithmetic (``driftbench.engine.precision``: fp32, tf32 or bf16
     autocast of the forward passes; parameters and updates stay float32). ``compile`` wraps
     the forward pass in ``torch.compile`` and falls back to eager mode, with a warning, if
@@ -79,6 +82,7 @@ class BatchedTrainer:
     ) -> None:
         self.model, self.data, self.chunk_size, self.precision = model, data, chunk_size, precision
         self.names = [n for n, _ in model.named_parameters()]
+        self.head = model.get_submodule(classifier_name(model))
         self.vmapped: Callable[..., tuple[Params, torch.Tensor]] = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0))
         dense = dense_layers(model) is not None and precision != "bf16" and not compile
         self.chunk_step: StepFn = dense_step if dense else gradient_step(self._vmapped_grads)
@@ -88,22 +92,58 @@ class BatchedTrainer:
             if data.device.type == "cpu" and has_conv(model):
                 local = local.to(memory_format=torch.channels_last)
             self.local_params: list[torch.Tensor] = list(local.parameters())
+            self.local_model, self.local_head = local, local.get_submodule(classifier_name(local))
             self.local_buffers = [torch.zeros_like(p) for p in self.local_params]
             self.forward: Callable[..., torch.Tensor] = _compiled(local) if compile else local
         elif compile:
             self.vmapped = _compiled(self.vmapped)
 
+    def _cross_entropy(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.float() if self.precision == "bf16" else logits, y)
+
     def _loss(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         with autocast(self.precision, self.data.device):
             logits = functional_call(self.model, params, (x,))
-        loss = F.cross_entropy(logits.float() if self.precision == "bf16" else logits, y)
+        loss = self._cross_entropy(logits, y)
+        return loss, loss.detach()
+
+    def _penalised_loss(
+        self, term: FeatureTerm, params: Params, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, *targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        with head_inputs(self.head) as features, autocast(self.precision, self.data.device):
+            logits = functional_call(self.model, params, (x,))
+        loss = penalised(self._cross_entropy(logits, y), term, features[0], y, weight, targets)
         return loss, loss.detach()
 
     def _local_grads(self, live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         with autocast(self.precision, self.data.device):
             logits = self.forward(x[0])
-        loss = F.cross_entropy(logits.float() if self.precision == "bf16" else logits, y[0])
+        loss = self._cross_entropy(logits, y[0])
         return list(torch.autograd.grad(loss, live)), loss.detach().unsqueeze(0)
+
+    def _local_penalised_grads(self, penalty: FeaturePenalty) -> GradFn:
+        """``_local_grads`` of the working copy (never compiled) with a one-client ``penalty``."""
+        weight, targets = penalty.client(0)
+
+        def grads(live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+            with head_inputs(self.local_head) as features, autocast(self.precision, self.data.device):
+                logits = self.local_model(x[0])
+            loss = penalised(self._cross_entropy(logits, y[0]), penalty.term, features[0], y[0], weight, targets)
+            return list(torch.autograd.grad(loss, live)), loss.detach().unsqueeze(0)
+
+        return grads
+
+    def _penalised_grads(self, penalty: FeaturePenalty) -> GradFn:
+        """Per-client gradients of the penalised loss of a chunk (``penalty`` holds the chunk's rows), by ``vmap(grad(...))``."""
+        per_client = vmap(
+            grad(partial(self._penalised_loss, penalty.term), has_aux=True), in_dims=(0,) * (4 + len(penalty.targets))
+        )
+
+        def grads(live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+            values, loss = per_client(dict(zip(self.names, live)), x, y, penalty.weight, *penalty.targets)
+            return [values[n] for n in self.names], loss
+
+        return grads
 
     def _vmapped_grads(
         self, live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor
@@ -119,12 +159,14 @@ class BatchedTrainer:
         mu: float = 0.0,
         masks: Params | None = None,
         record: tuple[str, ...] = (),
+        penalty: FeaturePenalty | None = None,
     ) -> TrainOutput:
         """Run ``work`` from ``start`` (K, ...) with SGD (momentum, weight decay) and FedProx term ``mu``.
 
         ``masks`` (name -> K x shape of 0/1) multiply every step's update, so masked entries keep
         their start value (pruned or frozen parameters); ``record`` names parameters whose
-        change at every local step is returned in ``TrainOutput.path``.
+        change at every local step is returned in ``TrainOutput.path``; ``penalty`` (rows in
+        ``work``'s client order) adds its term to each client's loss.
         """
         device, masks = self.data.device, masks or {}
         params = {n: start[n].clone() for n in self.names}
@@ -139,7 +181,10 @@ class BatchedTrainer:
                 rows = slice(lo, min(lo + size, k_total))
                 transforms = self.data.transforms(maps[rows], work.rotations[rows])
                 if self.chunk_size == 1:
-                    self._train_local(lo, params, start, masks, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum, path)
+                    step = self.local_step if penalty is None else gradient_step(self._local_penalised_grads(penalty.rows(rows)))
+                    self._train_local(
+                        lo, params, start, masks, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum, path, step
+                    )
                 else:
                     chunk = Chunk(
                         [params[n][rows] for n in self.names],
@@ -148,9 +193,8 @@ class BatchedTrainer:
                         [masks[n][rows] if n in masks else None for n in self.names],
                     )
                     recorded = {self.names.index(n): path[n][rows] for n in record}
-                    self._steps(
-                        chunk, self.chunk_step, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded
-                    )
+                    step = self.chunk_step if penalty is None else gradient_step(self._penalised_grads(penalty.rows(rows)))
+                    self._steps(chunk, step, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded)
         return TrainOutput(params, loss_sum / torch.as_tensor(np.maximum(work.steps, 1), device=device), path)
 
     def _train_local(
@@ -166,8 +210,9 @@ class BatchedTrainer:
         mu: float,
         loss_sum: torch.Tensor,
         path: Params,
+        step: StepFn,
     ) -> None:
-        """Train client ``k`` on the working copy: load its parameters, run its steps, store them back."""
+        """Train client ``k`` on the working copy with ``step``: load its parameters, run its steps, store them back."""
         with torch.no_grad():
             torch._foreach_copy_(self.local_params, [params[n][k] for n in self.names])
             if cfg.momentum:
@@ -179,7 +224,7 @@ class BatchedTrainer:
             [masks[n][k] if n in masks else None for n in self.names],
         )
         recorded = {self.names.index(n): path[n][k : k + 1] for n in path}
-        self._steps(chunk, self.local_step, idx, transforms, steps, cfg, mu, loss_sum[k : k + 1], recorded)
+        self._steps(chunk, step, idx, transforms, steps, cfg, mu, loss_sum[k : k + 1], recorded)
         with torch.no_grad():
             torch._foreach_copy_([params[n][k] for n in self.names], self.local_params)
 

@@ -13,6 +13,7 @@ from torch.func import functional_call, grad
 from driftbench.engine.batched import Params
 from driftbench.engine.dense import dense_grads, dense_layers
 from driftbench.engine.device_data import DevicePool
+from driftbench.engine.features import classifier_name, head_inputs
 
 EVAL_CHUNK = 8192  # samples per forward pass
 STATISTICS = ("accuracy", "loss")
@@ -118,14 +119,6 @@ OutputSummary = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], ClientSumma
 DataSummary = Callable[[torch.Tensor, torch.Tensor], ClientSummary]  # (inputs, labels) -> 1-D
 
 
-def classifier_name(model: nn.Module) -> str:
-    """Module name of the classifier: the last Linear layer, whose input are the features."""
-    names: list[str] = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
-    if not names:
-        raise ValueError("the model has no Linear classifier layer")
-    return names[-1]
-
-
 @torch.no_grad()
 def client_outputs(
     model: nn.Module,
@@ -141,20 +134,15 @@ def client_outputs(
     Features are the classifier layer's input. All clients' samples go through the model in
     shared chunks; only the per-client summaries are computed one client at a time.
     """
-    captured: list[torch.Tensor] = []
-    head = model.get_submodule(classifier_name(model))
-    hook = head.register_forward_hook(lambda _m, inputs, _out: captured.append(inputs[0]))
     lengths, owner, idx, maps = _flatten(windows, label_maps, data.device)
     probs, labels = [], []
-    try:
+    with head_inputs(model.get_submodule(classifier_name(model))) as captured:
         for start in range(0, len(idx), EVAL_CHUNK):
             rows = slice(start, start + EVAL_CHUNK)
             clients = owner[rows]
             x, y = data.gather(torch.as_tensor(idx[rows, None], device=data.device), maps[clients], rotations[clients])
             probs.append(torch.softmax(functional_call(model, params, (x[:, 0],)), dim=1))
             labels.append(y[:, 0])
-    finally:
-        hook.remove()
     dtype = next(iter(params.values())).dtype  # bfloat16 autocast leaves the features in bfloat16
     features, probs_all, labels_all = torch.cat(captured).to(dtype), torch.cat(probs).to(dtype), torch.cat(labels)
     bounds = np.concatenate([[0], np.cumsum(lengths)])

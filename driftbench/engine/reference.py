@@ -10,13 +10,20 @@ from torch import nn
 
 from driftbench.engine.batched import Params, TrainOutput, stack
 from driftbench.engine.device_data import DevicePool, LocalWork
+from driftbench.engine.features import FeaturePenalty, classifier_name, head_inputs, penalised
 from driftbench.train_config import TrainConfig
 
 
 def train_sequential(
-    model: nn.Module, data: DevicePool, start: Params, work: LocalWork, cfg: TrainConfig, mu: float = 0.0
+    model: nn.Module,
+    data: DevicePool,
+    start: Params,
+    work: LocalWork,
+    cfg: TrainConfig,
+    mu: float = 0.0,
+    penalty: FeaturePenalty | None = None,
 ) -> TrainOutput:
-    """Train each client in turn: deep-copy the model, torch.optim.SGD, one batch at a time."""
+    """Train each client in turn: deep-copy the model, torch.optim.SGD, one batch at a time (``penalty``: its term added)."""
     trained, losses = [], []
     for k in range(len(work.clients)):
         local = copy.deepcopy(model)
@@ -31,7 +38,11 @@ def train_sequential(
             maps = torch.as_tensor(work.label_maps[k : k + 1], device=data.device)
             x, y = data.gather(idx, maps, work.rotations[k : k + 1])
             opt.zero_grad()
-            loss = F.cross_entropy(local(x[0]), y[0])
+            with head_inputs(local.get_submodule(classifier_name(local))) as features:
+                loss = F.cross_entropy(local(x[0]), y[0])
+            if penalty is not None:
+                weight, targets = penalty.client(k)
+                loss = penalised(loss, penalty.term, features[0], y[0], weight, targets)
             objective = loss
             if mu:
                 objective = loss + 0.5 * mu * sum(((p - a) ** 2).sum() for p, a in zip(local.parameters(), anchor))

@@ -18,6 +18,7 @@ import torch
 from driftbench.config import require
 from driftbench.engine.batched import Params
 from driftbench.engine.evaluate import DataSummary, OutputSummary
+from driftbench.engine.features import FeaturePenalty
 from driftbench.errors import ConfigError, RunError
 from driftbench.methods import server_work
 from driftbench.methods.aggregators import check_aggregator, flower_average, load_strategy, remix_state
@@ -58,6 +59,32 @@ class ProxParams:
 
 
 @dataclass(frozen=True)
+class Phase:
+    """One stage of a round's local training; a plan's phases run one after another on every participant.
+
+    Phases without ``start`` form the main line: the first trains from the plan's start models,
+    each next one from where the previous one ended, and the last one's result is what
+    participants upload (``TrainResult.params``). A phase with ``start`` (bank rows, one per
+    participant) is a side branch: it trains from those rows, and its result only comes back in
+    ``TrainResult.phases``. Steps: ``local_steps`` (None: the trace's), or, with ``epochs`` > 0,
+    ceil(epochs x samples / batch size) for each participant. ``per_class`` > 0 trains on a
+    class-balanced subsample of the window: m samples of each class the client holds, m = the
+    smaller of ``per_class`` and its rarest class's count. ``lr_scale`` multiplies the trace's
+    learning rate; ``masks`` and ``record`` as the plan's (the path comes back from the main line's
+    last phase); ``penalty`` adds a term on the classifier layer's input to each participant's loss.
+    """
+
+    start: np.ndarray | None = None
+    local_steps: int | None = None
+    epochs: float = 0.0
+    per_class: int = 0
+    lr_scale: float = 1.0
+    masks: Params | None = None
+    record: tuple[str, ...] = ()
+    penalty: FeaturePenalty | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
     """A round's decision: who trains, from which model of the bank, and with what proximal term."""
 
@@ -70,6 +97,19 @@ class Plan:
     record: tuple[str, ...] = ()  # parameters whose change at every local step comes back in TrainResult.path
     local_steps: int | None = None  # this round's local steps when not the trace's (e.g. pre-training)
     upload_floats: int = 0  # numbers each participant uploads beyond its model (gradient paths, masks)
+    download_floats: int = 0  # numbers each participant downloads beyond its models (personal layers, anchors)
+    phases: tuple[Phase, ...] = ()  # local training in stages; when given, masks, record and local_steps stay unset
+    report: OutputSummary | None = None  # participants upload report(features, probs, labels) of their trained model
+
+    def __post_init__(self) -> None:
+        if self.phases and (self.masks is not None or self.record or self.local_steps is not None):
+            raise RunError("a plan with phases sets masks, record and local_steps in its phases")
+        if self.phases and all(p.start is not None for p in self.phases):
+            raise RunError("a plan with phases needs a main line: a phase without start")
+
+    def stages(self) -> tuple[Phase, ...]:
+        """The phases of local training: ``phases``, or the one phase that ``masks``, ``record`` and ``local_steps`` describe."""
+        return self.phases or (Phase(local_steps=self.local_steps, masks=self.masks, record=self.record),)
 
 
 @dataclass(frozen=True)
@@ -81,6 +121,8 @@ class TrainResult:
     num_samples: np.ndarray
     loss: np.ndarray
     path: Params = field(default_factory=dict)  # name -> (participants x steps x shape), for Plan.record
+    phases: tuple[Params, ...] = ()  # each phase's trained parameters, in Plan.phases order
+    reports: np.ndarray | None = None  # participants x R: Plan.report of each participant's trained model
 
 
 @dataclass
@@ -130,6 +172,9 @@ class ClientSide(Protocol):
 
     def inputs(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
         """Stacked ``summarize(inputs, labels)`` of each client's window."""
+
+    def trained_outputs(self, clients: np.ndarray, params: Params, summarize: OutputSummary) -> np.ndarray:
+        """Stacked ``summarize(features, probs, labels)`` of each client's window under its own model (``params`` row)."""
 
 
 class ClientQueries:
@@ -198,6 +243,14 @@ class ClientQueries:
         clients = np.asarray(clients)
         values = self._timed(self._side.inputs, clients, summarize)
         self._charge(clients, upload_floats=values.shape[1])
+        return values
+
+    def reports(self, clients: np.ndarray, params: Params, summarize: OutputSummary) -> np.ndarray:
+        """After training, each client runs its own trained model (``params``, rows in ``clients`` order) over its
+        window and uploads ``summarize(features, probs, labels)``; the model is already on the client (no download)."""
+        clients = np.asarray(clients)
+        values = self._timed(self._side.trained_outputs, clients, params, summarize)
+        self._charge(clients, 0, values.shape[1], 1, FORWARD_PASS)
         return values
 
     def ground_truth(self) -> np.ndarray:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, catalog_files, check_table, described, lookup, read_toml
+from driftbench.config import build, catalog_files, check_table, described, lookup, read_toml, recorded_params
 from driftbench.errors import ConfigError
 from driftbench.methods.aggregators import PREFIX
 from driftbench.methods.base import IMPLEMENTATIONS, Method
@@ -34,9 +34,13 @@ class MethodSpec:
         return IMPLEMENTATIONS[self.implementation](self.params)
 
     def as_config(self) -> dict[str, Any]:
-        """The JSON form written into a run's config.json (the aggregator only when it is not the built-in mean)."""
-        params = as_plain(self.params)
-        if isinstance(params, dict) and params.get("aggregator") == "mean":
+        """The JSON form written into a run's config.json (the aggregator only when it is not the built-in mean).
+
+        A ``RECORDED_WHEN_SET`` parameter enters it only when set away from its default, so runs made
+        before that parameter existed keep their config hash.
+        """
+        params = recorded_params(self.params)
+        if params.get("aggregator") == "mean":
             params = {k: v for k, v in params.items() if k not in ("aggregator", "aggregator_options")}
         return {"name": self.name, "class": self.implementation, "params": params}
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from driftbench.config import require
+from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
 from driftbench.methods.clustering import (
@@ -24,7 +24,8 @@ from driftbench.methods.clustering import (
 )
 
 REPRESENTATIONS = ("label", "embedding", "gradient")
-TRIGGERS = ("diameter", "center_shift")
+TRIGGERS = ("diameter", "center_shift", "every_drift")
+SCOPES = ("drifted", "participants")  # which drifted clients report and move: all of them, or the round's sampled ones
 # Distances on the scale Delta is set on (at most 2): L1 or Jensen-Shannon between label distributions,
 # L2 between unit vectors (embeddings, gradients), as the paper's Table 2 measures drift.
 DISTANCES_FOR = {"label": ("l1", "js"), "embedding": ("l2",), "gradient": ("l2",)}
@@ -32,7 +33,7 @@ DISTANCES_FOR = {"label": ("l1", "js"), "embedding": ("l2",), "gradient": ("l2",
 
 @dataclass(frozen=True)
 class FieldingParams(ProxParams):
-    """Representation, distance, re-clustering trigger, adaptive threshold (c, m) and the K search of k-means."""
+    """Representation, distance, re-clustering trigger, adaptive threshold (c, m), K search of k-means and drift scope."""
 
     representation: str = "label"
     distance: str = "l1"
@@ -43,6 +44,7 @@ class FieldingParams(ProxParams):
     k_max: int = 10
     restarts: int = 1
     silhouette_sample: int = 1000
+    scope: str = field(default="drifted", metadata={RECORDED_WHEN_SET: True})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -61,6 +63,7 @@ class FieldingParams(ProxParams):
         require(2 <= self.k_min <= self.k_max, f"need 2 <= k_min <= k_max, got {self.k_min}..{self.k_max}")
         require(self.restarts >= 1, f"restarts must be >= 1, got {self.restarts}")
         require(self.silhouette_sample >= 10, f"silhouette_sample must be >= 10, got {self.silhouette_sample}")
+        require(self.scope in SCOPES, f"scope must be one of {', '.join(SCOPES)}, got {self.scope!r}")
 
 
 def next_delta(delta: float, reclustered: bool, reclustered_before: bool, c: float, m: float) -> float:
@@ -102,7 +105,14 @@ class Fielding(Method):
     - ``trigger = "diameter"`` (default) is the paper's rule (two clients of one cluster farther
       apart than Delta), the rule its analysis covers; ``"center_shift"`` is the authors'
       released code: median centers, re-cluster when a center moves by more than a third of
-      the mean distance between centers (Delta is then unused and logs no ``threshold`` events).
+      the mean distance between centers (Delta is then unused and logs no ``threshold`` events);
+      ``"every_drift"`` is the baseline of the paper's Figure 2a, re-clustering all clients at
+      every round with drifted clients (Delta is then unused and stays at c).
+    - ``scope = "drifted"`` (default): every drifted client reports at once, sampled or not.
+      ``"participants"`` is the baseline of the paper's Figure 2b: participants are drawn first
+      and only the drifted ones among them report and move; a drifted client not sampled keeps
+      its cluster and its old representation (which a global re-clustering then uses) until it
+      is sampled, and reports then (the paper leaves open when such a client reports).
     - Embeddings and gradients are taken at bank model 0 when reported and are not refreshed
       later (the paper uses a separately trained, frozen shared model; driftbench has none). On
       ``label-swap`` a frozen copy of the initial model instead changed seed 0's final accuracy
@@ -119,17 +129,32 @@ class Fielding(Method):
     Params = FieldingParams
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
-        """Cluster at round 0, handle this round's drifted clients, then draw M/K participants per cluster."""
+        """Cluster at round 0, handle the drifted clients that report, and draw M/K participants per cluster.
+
+        Scope ``"drifted"`` handles this round's drifted clients before the draw; ``"participants"``
+        draws first and handles the sampled clients that drifted since they last reported.
+        """
         if rnd == 0:
-            self.representations = self.represent(clients, np.arange(self.ctx.num_clients))
-            self.delta, self.reclustered_before = self.params.c, False
-            self.assignment = self.global_clusters()
-            self.events.clustering(self.assignment)
-            self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
-        elif len(clients.changed):
-            self.handle_drift(clients)
+            self.start(clients)
+        elif self.params.scope == "drifted":
+            self.handle_drift(clients, np.asarray(clients.changed))
+        else:
+            self.unreported[clients.changed] = True
         participants = per_cluster_participants(rng, self.assignment, self.ctx.train.participants)
+        if self.params.scope == "participants":
+            reporting = participants[self.unreported[participants]]
+            self.unreported[reporting] = False
+            self.handle_drift(clients, reporting)
         return Plan(participants, self.assignment[participants], mu=self.params.mu)
+
+    def start(self, clients: ClientQueries) -> None:
+        """Every client reports; k-means of all of them; one model per cluster; Delta = c."""
+        self.representations = self.represent(clients, np.arange(self.ctx.num_clients))
+        self.unreported = np.zeros(self.ctx.num_clients, dtype=bool)  # drifted since its last report (scope "participants")
+        self.delta, self.reclustered_before = self.params.c, False
+        self.assignment = self.global_clusters()
+        self.events.clustering(self.assignment)
+        self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
 
     def represent(self, clients: ClientQueries, ids: np.ndarray) -> np.ndarray:
         """The reported representations of clients ``ids`` (rows)."""
@@ -150,9 +175,13 @@ class Fielding(Method):
             self.representations, p.k_min, p.k_max, self.ctx.seed, p.distance, p.restarts, p.silhouette_sample
         )
 
-    def handle_drift(self, clients: ClientQueries) -> bool:
-        """Move the drifted clients, re-cluster everyone if the trigger fires, update Delta; returns whether it re-clustered."""
-        changed = np.asarray(clients.changed)
+    def handle_drift(self, clients: ClientQueries, changed: np.ndarray) -> bool:
+        """Move the reporting drifted clients ``changed``, re-cluster everyone if the trigger fires, update Delta.
+
+        Returns whether it re-clustered; a round where no drifted client reports is no drift event.
+        """
+        if not len(changed):
+            return False
         moved, points, centers = self.adjust(changed, self.represent(clients, changed))
         self.events.changes("move", changed, self.assignment[changed], moved[changed])
         reclustered = self.needs_reclustering(points, moved, centers)
@@ -163,7 +192,8 @@ class Fielding(Method):
             self.remix(moved, self.assignment, remix_models(self.models, moved, self.assignment))
         else:
             self.assignment = moved
-        self.set_delta(next_delta(self.delta, reclustered, self.reclustered_before, self.params.c, self.params.m))
+        if self.params.trigger != "every_drift":  # there every drift event re-clusters: Delta would only grow
+            self.set_delta(next_delta(self.delta, reclustered, self.reclustered_before, self.params.c, self.params.m))
         self.reclustered_before = reclustered
         return reclustered
 
@@ -194,8 +224,10 @@ class Fielding(Method):
         return moved, points, centers
 
     def needs_reclustering(self, points: torch.Tensor, moved: np.ndarray, centers: torch.Tensor) -> bool:
-        """Trigger: a cluster wider than Delta (paper), or a center moved > 1/3 of the mean center distance (released code)."""
+        """Trigger: a cluster wider than Delta (paper), a center moving > 1/3 of the mean center distance (code), or always."""
         metric = self.params.distance
+        if self.params.trigger == "every_drift":
+            return True
         if self.params.trigger == "diameter":
             return any_cluster_wider_than(points, moved, metric, self.delta)
         present = ~torch.isnan(centers).any(1)

@@ -116,6 +116,11 @@ def linkage(n: int) -> int:
     return LINKAGE_FLOPS * n * n
 
 
+def dbscan(n: int) -> int:
+    """DBSCAN on a precomputed n x n distance matrix: each distance compared with eps, then the neighbourhoods expanded."""
+    return 2 * n * n
+
+
 def affinity_propagation(n: int, iterations: int) -> int:
     """Affinity Propagation on an n x n similarity matrix for ``iterations`` iterations."""
     return AFFINITY_PROPAGATION_FLOPS * iterations * n * n

@@ -19,6 +19,7 @@ from driftbench.record.files import ROUNDS
 from driftbench.record.metrics import crossing_seconds, first_reach
 from driftbench.record.schema import Summary, read_rounds
 from driftbench.record.summarize import REFERENCE
+from driftbench.reproduce.verdict import BOUNDS
 from driftbench.runner import flat_sets
 
 CLAIMS_DIR = catalog_dir("claims")
@@ -45,14 +46,17 @@ CLAIM_KEYS = {
     "workload": str,
     "differs": str,
     "diagnosis": dict,
+    "bound": str,
 }  # paper_value (a number or a table) is checked on its own
 VALUE_KEY = "paper_value"
 OPTIONAL_CLAIM_KEYS = {"set", "target", "diagnosis", "difference", "effect", "premises", "method_set", "twin", "protocol"}
-OPTIONAL_CLAIM_KEYS |= {"workload", "differs"}
-# exact: the paper's metric; proxy: another metric standing in for it (``difference`` says how); driftbench: a
-# figure the paper does not report, judged apart from the paper's claims
-KINDS = ("exact", "proxy", "driftbench")
-UNITS = {"points": 100.0, "permille": 1.0, "x": 1.0, "seconds": 1.0, "count": 1.0, "ari": 1.0}  # unit -> ours' scale
+OPTIONAL_CLAIM_KEYS |= {"workload", "bound", "differs"}
+# exact: the paper's metric and figure; bound: the paper's metric, its figure a bound the paper implies but does
+# not print (``bound`` says which side); proxy: another metric standing in for it (``difference`` says how);
+# driftbench: a figure the paper does not report, judged apart from the paper's claims
+KINDS = ("exact", "bound", "proxy", "driftbench")
+# unit -> ours' scale
+UNITS = {"points": 100.0, "permille": 1.0, "x": 1.0, "seconds": 1.0, "count": 1.0, "ari": 1.0, "distance": 1.0}
 EFFECTS = ("difference", "ratio")  # how the paper's effect and ours are formed from the methods' values
 DEGENERATE_PREMISE = "none degenerate"
 DIAGNOSIS_KEYS = {"kind": str, "evidence": str}
@@ -115,6 +119,7 @@ def stable_delta(summary: Summary, context: Context) -> float | None:
     """Fed-CM's Delta: (Stable - final) / Stable x 1000, Stable the final accuracy of the same method without the drift.
 
     Stable is the twin run's: the claim's trace with its drift removed (``twin``), same method and seed.
+    Our reading: the paper prints Delta without defining it, so its claims are proxies.
     """
     twin = context.twin
     assert twin is not None  # a delta_permille_stable claim has a twin (parse_claim), whose run is planned
@@ -152,6 +157,7 @@ METRICS: dict[str, Metric] = {
     "pre_drift_accuracy": Metric(pre_drift, "no evaluation before a drift event", "{:.3f}"),
     "ari_mean": Metric(lambda s, _: s.ari_mean, "no evaluation whose ground truth has >= 2 groups", "{:.3f}"),
     "n_clusters_final": Metric(lambda s, _: s.n_clusters_final, "no cluster count"),
+    "mean_client_distance_final": Metric(lambda s, _: s.mean_client_distance_final, "no clustering", "{:.3f}"),
     "cluster_seconds": Metric(lambda s, _: s.overhead.cluster_seconds, "no server time"),
     "clustering_seconds": Metric(lambda s, _: s.overhead.cluster_seconds + s.overhead.client_query_seconds, "no server time"),
     "scorecard.in_segment_accuracy": Metric(lambda s, _: s.scorecard.in_segment_accuracy, "no segment completed", "{:.3f}"),
@@ -348,6 +354,7 @@ class Claim:
     differs: str | None = None  # what of the paper's protocol the claim's setting still does not follow, and why, in one line
     target: str | None = None  # tta_speedup: the method whose final accuracy is the target (default FedAvg)
     diagnosis: Diagnosis | None = None  # why it does not reproduce, where that has been found out
+    bound: str | None = None  # BOUNDS: paper_value bounds the effect (the paper prints none), verdict.magnitude
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -451,6 +458,7 @@ def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Cl
         f"{where}: difference: a proxy claim, and only it, says in one line how its metric differs from the paper's",
     )
     direction = parse_direction(table["direction"], tuple(methods), where)
+    bound = parse_bound(table, direction, where)
     premises = tuple(parse_premise(p, f"{where}: premises[{i}]") for i, p in enumerate(table.get("premises", [])))
     target = table.get("target", REFERENCE) if table["metric"] == "tta_speedup" else None
     claim = Claim(
@@ -477,11 +485,30 @@ def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Cl
         differs=one_line(table, "differs", where),
         target=target,
         diagnosis=parse_diagnosis(table["diagnosis"], where) if "diagnosis" in table else None,
+        bound=bound,
     )
     stray = sorted(set(claim.method_sets) - set(claim.runs))
     if stray:
         raise ConfigError(f"{where}: method_set: {stray[0]!r} is not one of the claim's runs {list(claim.runs)}")
     return claim
+
+
+def parse_bound(table: dict[str, Any], direction: Direction, where: str) -> str | None:
+    """A bound claim's ``bound``: its ``paper_value`` is one number bounding the effect of the methods it compares."""
+    require(
+        (table["kind"] == "bound") == ("bound" in table),
+        f"{where}: bound: a bound claim, and only it, says which bound its {VALUE_KEY} is: {', '.join(BOUNDS)}",
+    )
+    if "bound" not in table:
+        return None
+    bound = table["bound"]
+    require(bound in BOUNDS, f"{where}: bound {bound!r}: allowed: {', '.join(BOUNDS)}")
+    require(
+        _is_number(table.get(VALUE_KEY)),
+        f"{where}: bound: the {VALUE_KEY} of a bound is one number (the effect), got {table.get(VALUE_KEY)!r}",
+    )
+    require(direction.relation != "=", f"{where}: bound: an equivalence (A = B within X) has no effect to bound")
+    return str(bound)
 
 
 def one_line(table: dict[str, Any], key: str, where: str) -> str | None:

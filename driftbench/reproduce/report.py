@@ -41,7 +41,8 @@ def row(result: ClaimResult) -> dict[str, str]:
         diagnosis = str(c.diagnosis) if c.diagnosis and c.diagnosis.kind == "fixed" else "-"
     else:
         diagnosis = str(c.diagnosis) if c.diagnosis else NO_DIAGNOSIS
-    effect = [number(result.paper, c), number(result.ours, c), "-" if result.ratio is None else f"{result.ratio:.2g}"]
+    paper = number(result.paper, c)
+    effect = [bounded(paper, c), number(result.ours, c), "-" if result.ratio is None else f"{result.ratio:.2g}"]
     cells = [c.title, c.id, c.kind, c.where, c.text, c.paper_figure, *effect, result.figure, result.verdict, result.reason]
     return dict(zip(COLUMNS, [*cells, notes(c), diagnosis], strict=True))
 
@@ -52,6 +53,11 @@ def number(value: float | None, claim: Claim) -> str:
         return "-"
     unit = "x" if claim.metric == "tta_speedup" or claim.effect == "ratio" else claim.unit
     return f"{value:.3g} {unit}"
+
+
+def bounded(text: str, claim: Claim) -> str:
+    """The paper's effect as shown: ``at least 6 points`` where its value is a bound (``claim.bound``)."""
+    return f"{claim.bound.replace('_', ' ')} {text}" if claim.bound and text != "-" else text
 
 
 def notes(claim: Claim) -> str:

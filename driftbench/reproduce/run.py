@@ -330,7 +330,7 @@ def finalize(results: Sequence[ClaimResult]) -> list[ClaimResult]:
             r = results[i]
             checked = adjusted(Test(r.verdict, r.reason, r.p or 0.0), p_holm, len(members))
             verdict = checked.verdict
-            if verdict == REPRODUCED and not magnitude(r.ratio):
+            if verdict == REPRODUCED and not magnitude(r.ours, r.paper, r.claim.bound):
                 verdict = DIRECTION_ONLY
             done[i] = replace(r, verdict=verdict, reason=checked.reason)
     return done

@@ -1,10 +1,10 @@
 """The verdict on a claim from its per-seed statistics: paired t-tests, Holm over each paper's claims, the paper's magnitude.
 
-Verdict rule. For each seed the claim's statistic e is computed from that seed's runs (one
-pair, or one set, of runs on the same trace and seed), positive when the claim holds at that
-seed. For "A > B" it is metric(A) - metric(B), for "A < B" metric(B) - metric(A), less X for
-"by X"; for "increasing" or "decreasing" over the claim's methods in order, the smallest step
-between neighbours in the claimed direction. A time-to-accuracy claim (tta_speedup) compares
+Verdict rule. For each seed the claim's statistic e is computed from that seed's runs (one pair,
+or one set, of runs on the same trace and seed), positive when the claim holds at that seed. For
+"A > B" it is metric(A) - metric(B), for "A < B" metric(B) - metric(A), less X for "by X"; for
+"increasing" or "decreasing" over the claim's methods in order, the smallest step between
+neighbours in the claimed direction. A time-to-accuracy claim (tta_speedup) compares
 -ln(simulated time to the target method's final accuracy), so e for "A > B" is the log of A's
 speed-up over B, the paper's definition; the method claimed faster must reach the target at
 every seed, or the claim is not reproduced (a run that never reaches it gives no speed-up). Each
@@ -16,11 +16,14 @@ premises must hold on the seed means, else its verdict is "invalid premise" with
 value. A claim is reproduced if its Holm-adjusted p-value is below 0.025 (a 95% interval above 0
 for one claim alone) and its effect is within 3x of the paper's (ratio ours/paper between 1/3
 and 3; effects compared as differences in the paper's unit, or as ratios for speed-ups), and
-"direction only" if it passes the test but is more than 3x off. It is not reproduced if the 95%
-t-interval of mean(e) lies below 0, and inconclusive otherwise (always with one seed), when the
-report says how many seeds would settle it at the observed spread. A claim whose method,
-variant, trace, data or runs are missing, or whose paper workload the trace does not build yet,
-is untestable, and its row says why.
+"direction only" if it passes the test but is more than 3x off. Where the paper prints no effect
+but bounds it ("up to 0.9 %", "no gains"), the claim's paper value is that bound: it reproduces
+if our effect is at least (or at most) the bound, the 3x rule not applying, and holds as
+"direction only" on the wrong side of it. It is not reproduced if the 95% t-interval of mean(e)
+lies below 0, and inconclusive otherwise (always with one seed), when the report says how many
+seeds would settle it at the observed spread. A claim whose method, variant, trace, data or runs
+are missing, or whose paper workload the trace does not build yet, is untestable, and its row
+says why.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ INCONCLUSIVE, INVALID_PREMISE, UNTESTABLE = "inconclusive", "invalid premise", "
 VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, INVALID_PREMISE, UNTESTABLE)
 ALPHA = 0.025  # one-sided: a two-sided 95% interval above 0
 MAGNITUDE = 3.0  # an effect more than this factor off the paper's, with the right sign, holds as a direction only
+AT_LEAST, AT_MOST = BOUNDS = ("at_least", "at_most")  # a claim's paper value as a bound on the effect (module docstring)
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,15 @@ def adjusted(result: Test, p_holm: float, family: int) -> Test:
     return Test(result.verdict, reason, result.p)
 
 
-def magnitude(ratio: float | None) -> bool:
-    """Whether an effect ratio ours/paper is within MAGNITUDE either way (None: no paper effect to compare, so yes)."""
-    return ratio is None or 1 / MAGNITUDE <= ratio <= MAGNITUDE
+def magnitude(ours: float | None, paper: float | None, bound: str | None = None) -> bool:
+    """Whether our effect matches the paper's: ours/paper within MAGNITUDE either way, or on the right side of a bound.
+
+    ``bound`` (``BOUNDS``): the paper's value is a bound, ``at_least`` or ``at_most``, and
+    the MAGNITUDE rule does not apply. Without both effects (or with a paper effect of 0 and no
+    bound) there is nothing to compare, so yes.
+    """
+    if ours is None or paper is None:
+        return True
+    if bound is not None:
+        return ours >= paper if bound == AT_LEAST else ours <= paper
+    return paper == 0 or 1 / MAGNITUDE <= ours / paper <= MAGNITUDE

@@ -23,7 +23,7 @@ from driftbench.engine.evaluate import (
     per_client_mean,
 )
 from driftbench.engine.precision import evaluation
-from driftbench.methods.base import Method
+from driftbench.methods.base import Method, Phase
 from driftbench.traces.model import ClientStream
 from driftbench.train_config import TrainConfig
 
@@ -62,14 +62,21 @@ class RoundClients:
         sizes: np.ndarray = bounds[:, 1] - bounds[:, 0]
         return sizes
 
-    def work(self, clients: np.ndarray, rng: np.random.Generator, local_steps: int | None = None) -> LocalWork:
-        """This round's local training for ``clients`` (``local_steps`` or the trace's): batches from their windows."""
+    def work(self, clients: np.ndarray, rng: np.random.Generator, phase: Phase) -> LocalWork:
+        """One phase of this round's local training for ``clients``: batches from their windows (``Phase`` says how)."""
         windows, maps, rotations = self.views(clients)
-        steps = self.train.local_steps if local_steps is None else local_steps
+        if phase.per_class:
+            labels = [self.stream.train_labels(seg, self.pool_y) for seg in self.segments[clients]]
+            windows = [class_balanced(rng, w, y, phase.per_class) for w, y in zip(windows, labels)]
+        if phase.epochs:
+            sizes = np.array([len(w) for w in windows])
+            steps = np.maximum(1, np.ceil(phase.epochs * sizes / self.train.batch_size)).astype(np.int64)
+        else:
+            steps = np.full(len(clients), self.train.local_steps if phase.local_steps is None else phase.local_steps)
         return LocalWork(
             clients=clients,
-            batches=batch_plan(rng, windows, steps, self.train.batch_size),
-            steps=np.full(len(clients), steps),
+            batches=batch_plan(rng, windows, int(steps.max(initial=0)), self.train.batch_size),
+            steps=steps,
             label_maps=maps,
             rotations=rotations,
         )
@@ -106,6 +113,17 @@ class RoundClients:
         with self.precision():
             return client_outputs(self.model, self.data, self._model(model), *self.views(clients), summarize)
 
+    def trained_outputs(self, clients: np.ndarray, params: Params, summarize: OutputSummary) -> np.ndarray:
+        """Stacked ``summarize(features, probs, labels)`` of each client's window under its own model (``params`` row k)."""
+        with self.precision():
+            rows = [
+                client_outputs(
+                    self.model, self.data, {n: p[k] for n, p in params.items()}, *self.views(clients[k : k + 1]), summarize
+                )
+                for k in range(len(clients))
+            ]
+        return np.concatenate(rows) if rows else np.zeros((0, 0))
+
     def inputs(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
         """Stacked ``summarize(inputs, labels)`` of each client's window."""
         return client_inputs(self.data, *self.views(clients), summarize)
@@ -116,3 +134,10 @@ class RoundClients:
 
     def _model(self, index: int) -> Params:
         return {n: p[index] for n, p in self.bank().items()}
+
+
+def class_balanced(rng: np.random.Generator, window: np.ndarray, labels: np.ndarray, per_class: int) -> np.ndarray:
+    """m samples of each class in ``window`` (``labels`` its labels), m = min(``per_class``, the rarest class's count)."""
+    classes, counts = np.unique(labels, return_counts=True)
+    m = min(per_class, int(counts.min()))
+    return np.concatenate([rng.choice(window[labels == c], m, replace=False) for c in classes])

@@ -46,14 +46,14 @@ class RunClock:
         transfer) and clients that answered queries (their extra passes and transfers), plus
         the server's time: its counted work (plan and aggregate) at the server's rate.
         """
-        extra = FLOAT_BYTES * plan.upload_floats
+        extra, extra_down = FLOAT_BYTES * plan.upload_floats, FLOAT_BYTES * plan.download_floats
         involved = np.union1d(plan.participants, traffic.clients())
         at = np.searchsorted(involved, plan.participants)
         queried = traffic.work[involved] * window_sizes[involved]
         trained = queried.copy()
         down, up = traffic.download[involved], traffic.upload[involved]
         np.add.at(trained, at, samples)
-        np.add.at(down, at, self.model_bytes * plan.models_downloaded)
+        np.add.at(down, at, self.model_bytes * plan.models_downloaded + extra_down)
         np.add.at(up, at, self.model_bytes * plan.models_uploaded + extra)
         times = client_seconds(self.profiles, involved, trained, self.forward_flops, down, up)
         server = server_seconds(server_flops)
@@ -63,6 +63,7 @@ class RunClock:
         self.server_wall_seconds += server_wall_seconds
         self.upload_bytes += self.model_bytes * plan.models_uploaded * len(plan.participants)
         self.overhead.upload_bytes += extra * len(plan.participants)
+        self.overhead.download_bytes += extra_down * len(plan.participants)
         self.download_bytes += self.model_bytes * plan.models_downloaded * len(plan.participants)
 
     @property

@@ -7,7 +7,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,10 @@ from tqdm import tqdm
 from driftbench.engine.batched import BatchedTrainer, TrainOutput, default_chunk_size
 from driftbench.engine.clock import client_profiles
 from driftbench.engine.device_data import DevicePool, resolve_device
-from driftbench.engine.evaluate import classifier_name
+from driftbench.engine.features import classifier_name
 from driftbench.engine.models import build_model, forward_flops
 from driftbench.errors import RunError, WriteError
-from driftbench.methods.base import ClientQueries, RoundTraffic, RunContext, TrainResult
+from driftbench.methods.base import ClientQueries, Plan, RoundTraffic, RunContext, TrainResult
 from driftbench.methods.events import clusters_in_use
 from driftbench.methods.server_work import counting
 from driftbench.record.files import run_dir
@@ -222,26 +222,55 @@ class Scheduler:
             plan = self.method.plan(rnd, queries, np.random.default_rng([self.spec.seed, METHOD_STREAM, rnd]))
         server_wall = time.perf_counter() - started - queries.seconds
 
-        work = clients.work(plan.participants, np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd]), plan.local_steps)
-        rows = torch.as_tensor(plan.start_models, device=self.device)
-        start = {n: p[rows] for n, p in self.method.models.items()}
-        self.scoring.score_batches(rnd, clients, plan, work)
-        result = self.trainer.train(start, work, self.train, plan.mu, plan.masks, plan.record)
+        result = self.local_training(rnd, plan, clients, queries)
         self.last_round = rnd
-        if not finite(result):
+        if result is None:
             self.status, self.diverged_round = "diverged", rnd
             return False
-        samples = work.steps * self.train.batch_size
         started = time.perf_counter()
         with counting() as aggregating:
-            self.method.aggregate(rnd, TrainResult(plan, result.params, samples, result.loss.cpu().numpy(), result.path))
+            self.method.aggregate(rnd, result)
         server_wall += time.perf_counter() - started
-        self.clock.advance(plan, samples, clients.window_sizes(), traffic, planning.flops + aggregating.flops, server_wall)
+        self.clock.advance(
+            plan, result.num_samples, clients.window_sizes(), traffic, planning.flops + aggregating.flops, server_wall
+        )
         self.track_partition(rnd)
         self.scoring.segment_end(rnd, clients, self.method.assignment)
         if (rnd + 1) % self.train.eval_every == 0 or rnd == self.trace.rounds - 1:
             self.rows.append(self.evaluate(rnd, segments))
         return True
+
+    def local_training(self, rnd: int, plan: Plan, clients: RoundClients, queries: ClientQueries) -> TrainResult | None:
+        """Train the plan's phases in turn, then collect the participants' reports; None once a result is not finite.
+
+        The main line chains from the plan's start models; a side branch starts from its own bank
+        rows. The prequential score is taken on the main line's first batches.
+        """
+        rng = np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd])
+        line, main = self.bank_rows(plan.start_models), None
+        outputs, samples = [], np.zeros(len(plan.participants), dtype=np.int64)
+        for phase in plan.stages():
+            work = clients.work(plan.participants, rng, phase)
+            if phase.start is None and main is None:
+                self.scoring.score_batches(rnd, clients, plan, work)
+            start = line if phase.start is None else self.bank_rows(phase.start)
+            cfg = self.train if phase.lr_scale == 1 else replace(self.train, lr=self.train.lr * phase.lr_scale)
+            output = self.trainer.train(start, work, cfg, plan.mu, phase.masks, phase.record, phase.penalty)
+            if not finite(output):
+                return None
+            outputs.append(output.params)
+            samples += work.steps * self.train.batch_size
+            if phase.start is None:
+                line, main = output.params, output
+        assert main is not None  # Plan refuses phases without a main line
+        reports = None if plan.report is None else queries.reports(plan.participants, main.params, plan.report)
+        phases = tuple(outputs) if plan.phases else ()
+        return TrainResult(plan, main.params, samples, main.loss.cpu().numpy(), main.path, phases, reports)
+
+    def bank_rows(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        """The method's bank models ``rows``, stacked in that order."""
+        index = torch.as_tensor(rows, device=self.device)
+        return {n: p[index] for n, p in self.method.models.items()}
 
     def track_partition(self, rnd: int) -> None:
         """Note ``rnd`` when the method's partition of clients differs from the previous round's (round 0 sets it)."""

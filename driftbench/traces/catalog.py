@@ -6,13 +6,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from driftbench.config import as_plain, build, catalog_files, check_table, check_types, described, lookup, read_toml, require
+from driftbench.config import (
+    as_plain,
+    build,
+    catalog_files,
+    check_table,
+    check_types,
+    described,
+    lookup,
+    read_toml,
+    recorded_params,
+    require,
+)
 from driftbench.data.pool import Pool
 from driftbench.data.sources import SOURCES, load_pool, source_params, source_reference
 from driftbench.errors import ConfigError, DataSourceError
 from driftbench.paths import catalog_dir
 from driftbench.registry import AddedTomls
-from driftbench.traces.generators import GENERATORS, recorded_params
+from driftbench.traces.generators import GENERATORS
 from driftbench.traces.io import load_trace
 from driftbench.traces.model import Trace
 from driftbench.train_config import TrainConfig

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from driftbench.config import as_plain, require
+from driftbench.config import require
 from driftbench.data.pool import Pool
 from driftbench.errors import ConfigError
 from driftbench.traces.model import TraceBuilder
@@ -32,20 +32,6 @@ class ClientParams:
         require(self.train_samples >= 1, f"train_samples must be >= 1, got {self.train_samples}")
         require(self.test_samples >= 1, f"test_samples must be >= 1, got {self.test_samples}")
         require(0 < self.test_fraction < 1, f"test_fraction must be in (0, 1), got {self.test_fraction}")
-
-
-# Field metadata of a parameter added after traces were published: it enters the trace's info only
-# when set away from its default, so the traces drawn before it keep their content hash.
-RECORDED_WHEN_SET = "recorded_when_set"
-
-
-def recorded_params(params: DataclassInstance) -> dict[str, Any]:
-    """``params`` as a trace's info records them: a ``RECORDED_WHEN_SET`` field only when it differs from its default."""
-    plain: dict[str, Any] = as_plain(params)
-    for f in fields(params):
-        if f.metadata.get(RECORDED_WHEN_SET) and getattr(params, f.name) == f.default:
-            del plain[f.name]
-    return plain
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def make(params: LabelCombosParams, pool: Pool) -> TraceBuilder:
     movers = np.sort(rng.choice(params.clients, size=count, replace=False))
     repick = (choice + rng.integers(1, params.combos, size=params.clients)) % params.combos
     builder = TraceBuilder(params.clients, params.rounds, pool.num_classes)
-    builder.switch_once(choice, repick, movers, params.drift_round, data)
+    builder.switches(choice, [(params.drift_round, movers, repick[movers])], data)
     return builder
 
 

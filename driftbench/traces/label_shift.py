@@ -1,4 +1,4 @@
-"""``label-shift``: pathological label skew (Fed-CM section 5.6); one event moves clients to other label groups."""
+"""``label-shift``: pathological or random label skew (Fed-CM section 5); drift events move clients to other label sets."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from driftbench.config import require
+from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.data.pool import Pool
-from driftbench.traces.generators import RECORDED_WHEN_SET, ClientParams, Generator, register
+from driftbench.traces.generators import ClientParams, Generator, register
 from driftbench.traces.model import TraceBuilder
 from driftbench.traces.sampling import by_label, draw_by_distribution, draw_counts, train_test_ids
 
 MIN_TRAIN = 10  # samples every client keeps under quantity skew (NIID-bench's min_require_size, PACFL's partitioner)
+SKEWS = ("pathological", "random")
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,8 @@ class LabelShiftParams(ClientParams):
     """Each client holds a ``rho`` share of the classes (disjoint label groups); at ``drift_round`` a ``fraction`` move.
 
     ``quantity_alpha`` (off by default) adds FedDAG's Dirichlet(alpha') quantity skew (``quantity_counts``).
+    ``drift_every`` (0, off, by default) repeats the event every that many rounds from ``drift_round`` on (MSCFL Figure 6).
+    ``skew = "random"`` is Fed-CM's random label skew (Table 1): each client's labels are drawn at random (``RandomSets``).
     """
 
     clients: int = 100
@@ -29,6 +32,8 @@ class LabelShiftParams(ClientParams):
     drift_round: int = 61
     fraction: float = 0.5
     quantity_alpha: float | None = field(default=None, metadata={RECORDED_WHEN_SET: True})
+    drift_every: int = field(default=0, metadata={RECORDED_WHEN_SET: True})
+    skew: str = field(default="pathological", metadata={RECORDED_WHEN_SET: True})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -42,17 +47,82 @@ class LabelShiftParams(ClientParams):
             alpha is None or (math.isfinite(alpha) and alpha > 0),
             f"quantity_alpha must be a number > 0 (or none: no quantity skew), got {alpha}",
         )
+        require(self.drift_every >= 0, f"drift_every must be >= 0 (0: one event at drift_round), got {self.drift_every}")
+        require(self.skew in SKEWS, f"skew must be one of {', '.join(SKEWS)}, got {self.skew!r}")
+
+    def drift_rounds(self) -> range:
+        """The rounds of the drift events: ``drift_round``, then every ``drift_every`` rounds while in the horizon."""
+        return range(self.drift_round, self.rounds, self.drift_every or self.rounds)
+
+
+def labels_per_client(num_classes: int, rho: float) -> int:
+    """round(rho x C) labels, at least one."""
+    return max(1, round(rho * num_classes))
 
 
 def label_groups(rng: np.random.Generator, num_classes: int, rho: float) -> np.ndarray:
     """floor(1 / rho) disjoint groups of round(rho x C) classes each, from a random class order: groups x labels."""
-    per_group = max(1, round(rho * num_classes))
+    per_group = labels_per_client(num_classes, rho)
     groups = int(1 / rho + 1e-9)
     require(
         groups * per_group <= num_classes,
         f"label-shift: rho={rho} needs {groups} x {per_group} classes, the source has {num_classes}",
     )
     return rng.permutation(num_classes)[: groups * per_group].reshape(groups, per_group)
+
+
+class DisjointGroups:
+    """Pathological skew: clients spread evenly over ``label_groups``; a mover goes to another group drawn at random."""
+
+    def __init__(self, rng: np.random.Generator, num_classes: int, rho: float) -> None:
+        self.sets: list[np.ndarray] = list(label_groups(rng, num_classes, rho))
+
+    def assign(self, rng: np.random.Generator, clients: int) -> np.ndarray:
+        """Every client's group."""
+        return rng.permutation(np.arange(clients) % len(self.sets))
+
+    def move(self, rng: np.random.Generator, group: np.ndarray, movers: np.ndarray) -> np.ndarray:
+        """The groups ``movers`` move to (an offset is drawn for every client, as the single event always did)."""
+        return np.take((group + rng.integers(1, len(self.sets), size=len(group))) % len(self.sets), movers)
+
+    def labels(self, group: int) -> np.ndarray:
+        """The labels of ``group``."""
+        return self.sets[group]
+
+
+class RandomSets:
+    """Random skew: every client draws round(rho x C) distinct labels at random, so clients' label sets overlap.
+
+    Fed-CM's "standard" skew (section 5.1) says only that each client sees rho of the labels, distributed at
+    random; here label sets are drawn uniformly, every label equally likely. Ground truth: clients holding the
+    same label set form a group, ids in order of appearance; a mover draws a set other than its current one.
+    """
+
+    def __init__(self, num_classes: int, rho: float) -> None:
+        self.num_classes, self.per_client = num_classes, labels_per_client(num_classes, rho)
+        self.sets: list[np.ndarray] = []
+        self._ids: dict[bytes, int] = {}
+
+    def assign(self, rng: np.random.Generator, clients: int) -> np.ndarray:
+        """Every client's group: the id of the label set it draws."""
+        return np.array([self._draw(rng) for _ in range(clients)], dtype=np.int64)
+
+    def move(self, rng: np.random.Generator, group: np.ndarray, movers: np.ndarray) -> np.ndarray:
+        """The groups ``movers`` move to: a freshly drawn label set each, unlike its current one."""
+        return np.array([self._draw(rng, unlike=int(group[c])) for c in movers], dtype=np.int64)
+
+    def labels(self, group: int) -> np.ndarray:
+        """The labels of ``group``."""
+        return self.sets[group]
+
+    def _draw(self, rng: np.random.Generator, unlike: int = -1) -> int:
+        while True:
+            labels = np.sort(rng.choice(self.num_classes, size=self.per_client, replace=False))
+            group = self._ids.setdefault(labels.tobytes(), len(self.sets))
+            if group == len(self.sets):
+                self.sets.append(labels)
+            if group != unlike:
+                return group
 
 
 def quantity_counts(rng: np.random.Generator, group: np.ndarray, per_group: int, alpha: float, samples: int) -> np.ndarray:
@@ -73,38 +143,46 @@ def quantity_counts(rng: np.random.Generator, group: np.ndarray, per_group: int,
 
 
 def make(params: LabelShiftParams, pool: Pool) -> TraceBuilder:
-    """Clients spread evenly over label groups, samples uniform over its labels; movers draw new data from another group.
+    """Clients hold label sets as ``params.skew`` says, samples uniform over them; movers draw new data from another set.
 
-    Fed-CM does not say how many clients drift at round 61 or where to; a ``fraction`` of
-    clients each move to a different group drawn at random, with fresh samples of its labels.
+    Fed-CM does not say how many clients drift at round 61 or where to; at each event a ``fraction`` of
+    clients each move to a different label set drawn at random, with fresh samples of its labels.
     Under quantity skew a client's test samples follow its training label mix, and a mover keeps
-    its per-slot counts on the new group's labels.
+    its per-slot counts on the new set's labels.
     """
     rng = np.random.default_rng([params.seed, 0x5F1])
-    groups = label_groups(rng, pool.num_classes, params.rho)
+    skew = (
+        DisjointGroups(rng, pool.num_classes, params.rho)
+        if params.skew == "pathological"
+        else RandomSets(pool.num_classes, params.rho)
+    )
     train_ids, test_ids = train_test_ids(rng, pool, params.test_fraction)
     train_by_label = by_label(train_ids, pool.y, pool.num_classes)
     test_by_label = by_label(test_ids, pool.y, pool.num_classes)
 
-    group = rng.permutation(np.arange(params.clients) % len(groups))
-    movers = np.sort(rng.choice(params.clients, size=round(params.fraction * params.clients), replace=False))
-    target = (group + rng.integers(1, len(groups), size=params.clients)) % len(groups)
-    alpha, per_group = params.quantity_alpha, groups.shape[1]
+    group = skew.assign(rng, params.clients)
+    held, moves = group.copy(), []
+    for rnd in params.drift_rounds():
+        movers = np.sort(rng.choice(params.clients, size=round(params.fraction * params.clients), replace=False))
+        to = skew.move(rng, held, movers)
+        held[movers] = to
+        moves.append((rnd, movers, to))
+    alpha, per_group = params.quantity_alpha, labels_per_client(pool.num_classes, params.rho)
     counts = None if alpha is None else quantity_counts(rng, group, per_group, alpha, params.train_samples)
 
     def data(client: int, to: int) -> tuple[np.ndarray, np.ndarray]:
         mix = np.zeros(pool.num_classes)
         if counts is None:
-            mix[groups[to]] = 1.0 / per_group
+            mix[skew.labels(to)] = 1.0 / per_group
             train = draw_by_distribution(rng, train_by_label, mix, params.train_samples)
         else:
-            mix[groups[to]] = counts[client]
+            mix[skew.labels(to)] = counts[client]
             train = draw_counts(rng, train_by_label, mix.astype(np.int64))
             mix /= mix.sum()
         return train, draw_by_distribution(rng, test_by_label, mix, params.test_samples)
 
     builder = TraceBuilder(params.clients, params.rounds, pool.num_classes)
-    builder.switch_once(group, target, movers, params.drift_round, data)
+    builder.switches(group, moves, data)
     return builder
 
 

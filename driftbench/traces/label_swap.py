@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from driftbench.config import require
+from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.data.pool import Pool
-from driftbench.traces.generators import RECORDED_WHEN_SET, ClientParams, Generator, register
+from driftbench.traces.generators import ClientParams, Generator, register
 from driftbench.traces.model import TraceBuilder
 from driftbench.traces.sampling import draw, train_test_ids
 

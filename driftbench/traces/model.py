@@ -237,22 +237,27 @@ class TraceBuilder:
             train = (int(train_ends[j]), int(train_ends[j + 1]))
             self.segment(client, start, train=train, test=(int(test_ends[j]), int(test_ends[j + 1])), group=groups[j])
 
-    def switch_once(
+    def switches(
         self,
         first: np.ndarray,
-        then: np.ndarray,
-        movers: np.ndarray,
-        rnd: int,
+        moves: list[tuple[int, np.ndarray, np.ndarray]],
         data: Callable[[int, int], tuple[np.ndarray, np.ndarray]],
     ) -> None:
-        """Client c holds block ``data(c, first[c])`` (its group); ``movers`` switch to ``data(c, then[c])`` at ``rnd``."""
-        moving = np.isin(np.arange(len(first)), movers)
-        for client in range(len(first)):
-            groups = [int(first[client])] + ([int(then[client])] if moving[client] else [])
-            blocks = [data(client, g) for g in groups]
-            self.phases(client, [0, rnd][: len(groups)], [b[0] for b in blocks], [b[1] for b in blocks], groups)
-        if len(movers):
-            self.event(rnd, movers, "label")
+        """Client c holds block ``data(c, first[c])`` (its group); at ``(rnd, movers, to)`` ``movers[i]`` moves to ``to[i]``.
+
+        ``moves`` come in round order; blocks are drawn client by client, each client's in round order.
+        """
+        held: list[list[tuple[int, int]]] = [[(0, int(g))] for g in first]
+        for rnd, movers, to in moves:
+            for client, group in zip(movers, to, strict=True):
+                held[client].append((rnd, int(group)))
+        for client, phases in enumerate(held):
+            blocks = [data(client, group) for _, group in phases]
+            starts, groups = [rnd for rnd, _ in phases], [group for _, group in phases]
+            self.phases(client, starts, [b[0] for b in blocks], [b[1] for b in blocks], groups)
+        for rnd, movers, _ in moves:
+            if len(movers):
+                self.event(rnd, movers, "label")
 
     def event(self, rnd: int, clients: np.ndarray, kind: str) -> None:
         """Record a drift event at ``rnd`` affecting ``clients``."""

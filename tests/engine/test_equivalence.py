@@ -7,6 +7,7 @@ import torch
 from driftbench.data.pool import Pool
 from driftbench.engine.batched import BatchedTrainer, default_chunk_size
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
+from driftbench.engine.features import FeaturePenalty, classifier_name
 from driftbench.engine.models import build_model
 from driftbench.engine.reference import train_sequential
 from driftbench.train_config import TrainConfig
@@ -103,3 +104,40 @@ def test_one_client_trains_when_all_clients_share_a_fused_step():
     sequential = train_sequential(model, data, start, work, cfg)
     for name in start:
         assert (batched.params[name] - sequential.params[name]).abs().max().item() <= 1e-10, name
+
+
+def anchor_pull(features, labels, anchors):
+    """A feature term for the tests: mean squared distance of each feature to its class's anchor."""
+    return (features - anchors.index_select(0, labels)).pow(2).sum(1).mean()
+
+
+@pytest.mark.parametrize("model_name,chunk", [("mlp", None), ("lenet5", 1), ("lenet5", None)])
+def test_feature_penalty_trains_like_the_sequential_loop(model_name, chunk):
+    """Each client adds weight[k] x its term on the classifier's input features: the dense MLP (vmap fallback), the
+    one-client working copy and vmap(grad) match the plain loop; a zero weight is plain training, and the penalty moves
+    the result (it is not ignored)."""
+    pool = make_pool()
+    model = build_model(model_name, pool.input_shape, pool.num_classes, seed=3, dtype=torch.float64)
+    data = DevicePool(pool, torch.device("cpu"), torch.float64)
+    cfg = TrainConfig(model=model_name, lr=0.1, momentum=0.9, weight_decay=1e-3, batch_size=8, local_steps=3)
+    width = model.get_submodule(classifier_name(model)).in_features
+    anchors = torch.randn(3, pool.num_classes, width, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    penalty = FeaturePenalty(anchor_pull, torch.tensor([0.5, 0.0, 2.0], dtype=torch.float64), (anchors,))
+    work = LocalWork(
+        np.arange(3),
+        batch_plan(np.random.default_rng(0), [np.arange(60), np.arange(60, 130), np.arange(130, 200)], 3, 8),
+        np.array([3, 3, 2]),
+        np.tile(np.arange(5), (3, 1)),
+        np.zeros(3, dtype=np.int64),
+    )
+    start = {n: p.detach().unsqueeze(0).repeat(3, *[1] * p.dim()) for n, p in model.named_parameters()}
+    trainer = BatchedTrainer(model, data, chunk)
+    batched = trainer.train(start, work, cfg, mu=0.01, penalty=penalty)
+    sequential = train_sequential(model, data, start, work, cfg, mu=0.01, penalty=penalty)
+    plain = trainer.train(start, work, cfg, mu=0.01)
+    for name in start:
+        assert (batched.params[name] - sequential.params[name]).abs().max().item() <= 1e-10, name
+        torch.testing.assert_close(batched.params[name][1], plain.params[name][1], rtol=0, atol=1e-12)
+    torch.testing.assert_close(batched.loss, sequential.loss, rtol=0, atol=1e-10)
+    first = next(iter(start))  # the first layer: the penalty reaches it through the features
+    assert not torch.allclose(batched.params[first][0], plain.params[first][0])

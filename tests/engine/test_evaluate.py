@@ -7,7 +7,8 @@ import torch.nn.functional as F
 
 from driftbench.data.pool import Pool
 from driftbench.engine.device_data import DevicePool
-from driftbench.engine.evaluate import classifier_name, client_gradients, client_inputs, client_outputs, per_client_mean
+from driftbench.engine.evaluate import client_gradients, client_inputs, client_outputs, per_client_mean
+from driftbench.engine.features import classifier_name
 from driftbench.engine.models import build_model
 
 

@@ -69,7 +69,7 @@ def test_reclustering_averages_members_previous_models_after_their_moves():
     drifted = GROUPS.copy()
     drifted[0] = [0, 1, 9]  # moves to the second group (model 3.0)
     drifted[3] = [5, 5, 0]  # moves to the first group (model 1.0), 0.6 away from client 1 > Delta = 0.1
-    assert method.handle_drift(queries(ScriptedClients(drifted), changed=[0, 3]))
+    assert method.handle_drift(queries(ScriptedClients(drifted)), np.array([0, 3]))
     moved_model = np.array([3.0, 1.0, 1.0, 1.0, 3.0, 3.0])
     new = method.assignment
     for k in np.unique(new):
@@ -84,10 +84,10 @@ def test_two_consecutive_reclusterings_double_delta_and_a_quiet_round_lowers_it(
     method.plan(0, queries(ScriptedClients(GROUPS)), np.random.default_rng(0))
     far = GROUPS.copy()
     far[[0, 3]] = [[5, 5, 0], [0, 5, 5]]
-    assert method.handle_drift(queries(ScriptedClients(far), changed=[0, 3]))
+    assert method.handle_drift(queries(ScriptedClients(far)), np.array([0, 3]))
     back = GROUPS.copy()
     back[[0, 3]] = [[0, 5, 5], [5, 5, 0]]
-    assert method.handle_drift(queries(ScriptedClients(back), changed=[0, 3]))
+    assert method.handle_drift(queries(ScriptedClients(back)), np.array([0, 3]))
     assert method.delta == pytest.approx(0.2)
     kinds = [kind for kind, _, _ in events(method)]
     assert kinds.count("recluster_global") == 3 and kinds[-1] == "threshold"  # Delta = c at the first: no change
@@ -95,7 +95,7 @@ def test_two_consecutive_reclusterings_double_delta_and_a_quiet_round_lowers_it(
     method = fielding()
     method.plan(0, queries(ScriptedClients(GROUPS)), np.random.default_rng(0))
     method.delta, method.reclustered_before = 0.4, True  # the groups' diameter is 0.4: not wider than Delta
-    assert not method.handle_drift(queries(ScriptedClients(GROUPS), changed=[0]))
+    assert not method.handle_drift(queries(ScriptedClients(GROUPS)), np.array([0]))
     assert method.delta == pytest.approx(0.3)
     assert events(method)[1:] == [("threshold", "", pytest.approx(0.3))]  # client 0 reported no change: no move
 
@@ -104,7 +104,7 @@ def test_center_shift_trigger_logs_no_threshold_events():
     method = fielding(trigger="center_shift")
     method.plan(0, queries(ScriptedClients(GROUPS)), np.random.default_rng(0))
     method.delta = 0.4
-    method.handle_drift(queries(ScriptedClients(GROUPS), changed=[0]))
+    method.handle_drift(queries(ScriptedClients(GROUPS)), np.array([0]))
     assert method.delta == pytest.approx(0.3)  # still updated, but not the trigger's threshold
     assert "threshold" not in [kind for kind, _, _ in events(method)]
 
@@ -112,8 +112,31 @@ def test_center_shift_trigger_logs_no_threshold_events():
 def test_bad_parameters_name_the_field():
     with pytest.raises(ConfigError, match="distance 'js' does not suit representation 'gradient': use l2"):
         load_method("fielding", {"distance": "js", "representation": "gradient"})
-    with pytest.raises(ConfigError, match="trigger must be one of diameter, center_shift"):
+    with pytest.raises(ConfigError, match="trigger must be one of diameter, center_shift, every_drift, got 'sometimes'"):
         load_method("fielding", {"trigger": "sometimes"})
+    with pytest.raises(ConfigError, match="scope must be one of drifted, participants, got 'sampled'"):
+        load_method("fielding", {"scope": "sampled"})
+
+
+def test_figure_2_variants_leave_fieldings_recorded_config_as_it_was():
+    """``scope`` entered after FIELDING runs were recorded: at its default it stays out of a run's config (and so
+    out of its config hash); the variants record what they change. Fails when ``scope`` loses RECORDED_WHEN_SET."""
+    recorded = load_method("fielding").as_config()["params"]
+    assert list(recorded) == [
+        "mu",
+        "representation",
+        "distance",
+        "trigger",
+        "c",
+        "m",
+        "k_min",
+        "k_max",
+        "restarts",
+        "silhouette_sample",
+    ]
+    assert load_method("fielding", {"scope": "drifted"}).as_config()["params"] == recorded
+    assert load_method("fielding-participants").as_config()["params"] == {**recorded, "scope": "participants"}
+    assert load_method("fielding-every-drift").as_config()["params"] == {**recorded, "trigger": "every_drift"}
 
 
 def test_unit_vector_representations_use_l2_on_deltas_scale():
@@ -128,6 +151,6 @@ def test_unit_vector_representations_use_l2_on_deltas_scale():
     method.plan(0, queries(ScriptedClients(grads=grads)), np.random.default_rng(0))
     drifted = grads.copy()
     drifted[0] = -grads[0]
-    method.handle_drift(queries(ScriptedClients(grads=drifted), changed=[0]))
+    method.handle_drift(queries(ScriptedClients(grads=drifted)), np.array([0]))
     measured = {row["quantity"]: row["value"] for row in method.events.measures}
     assert 0 < measured["fielding_max_diameter"] <= 2  # L2 between unit vectors

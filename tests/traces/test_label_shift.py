@@ -87,3 +87,63 @@ def test_quantity_alpha_must_be_a_positive_number(value):
 def test_quantity_alpha_of_the_wrong_type_names_the_field():
     with pytest.raises(ConfigError, match="quantity_alpha: expected float, got 'many'"):
         make(quantity_alpha="many")
+
+
+# trace_hash at seed 0 on main before drift_every and skew existed: MSCFL's Table 1 label workload
+HASH_MSCFL_TABLE1 = "6b235582279e7ca829d3e8fce386c6df5dea79b5723e8ecbc719b6870762f5f6"
+
+
+def test_drift_every_and_skew_left_at_their_defaults_keep_the_trace_bit_identical():
+    trace, _ = make(seed=0, drift_every=0, skew="pathological")
+    assert trace.content_hash() == HASH_DEFAULT
+    assert "drift_every" not in trace.info["params"] and "skew" not in trace.info["params"]
+    mscfl = make(seed=0, fraction=0, clients=50, rounds=100, **{"source.classes": 10})[0]
+    assert mscfl.content_hash() == HASH_MSCFL_TABLE1
+
+
+def test_drift_every_moves_a_fraction_to_another_group_at_every_event_and_updates_the_groups():
+    trace, pool = make(clients=20, rounds=35, drift_round=5, drift_every=5, fraction=0.3, seed=3)
+    assert trace.info["params"]["drift_every"] == 5
+    events = trace.events()
+    assert [e.round for e in events] == [5, 10, 15, 20, 25, 30] and all(e.kind == "label" for e in events)
+    labels = lambda seg: set(trace.train_labels(seg, pool.y).tolist())  # noqa: E731
+    group_labels = {}
+    for rnd in range(35):
+        for client, seg in enumerate(trace.segments_at(rnd)):
+            group_labels.setdefault(int(trace.groups_at(rnd)[client]), set()).update(labels(seg))
+    assert len(group_labels) == 5 and not set.intersection(*group_labels.values())
+    for event in events:
+        assert len(event.clients) == 6
+        before, after = trace.groups_at(event.round - 1), trace.groups_at(event.round)
+        moved = np.flatnonzero(before != after)
+        assert set(moved) == set(event.clients)  # every mover changes group, nobody else does
+        assert (trace.segments_at(event.round - 1) != trace.segments_at(event.round)).sum() == len(moved)
+        for client in event.clients:
+            assert labels(trace.segments_at(event.round)[client]) <= group_labels[int(after[client])]
+    assert len({tuple(e.clients) for e in events}) > 1  # each event draws its own movers
+
+
+def test_random_skew_gives_each_client_rho_c_labels_overlapping_between_clients():
+    trace, pool = make(clients=30, rounds=12, drift_round=5, fraction=0.5, skew="random", train_samples=200, seed=1)
+    per_client = round(0.2 * pool.num_classes)
+    held = [frozenset(trace.train_labels(seg, pool.y).tolist()) for seg in trace.segments_at(0)]
+    assert all(len(labels) == per_client for labels in held)
+    assert any(a & b and a != b for a in held for b in held)  # label sets overlap without being one group
+    assert len(set().union(*held)) > 5 * per_client // 2  # not confined to a few disjoint groups
+    group = trace.groups_at(0)
+    for a in range(len(held)):
+        for b in range(len(held)):
+            assert (group[a] == group[b]) == (held[a] == held[b])  # a group is a label set
+    (event,) = trace.events()
+    after = trace.segments_at(5)
+    for client in event.clients:
+        now = frozenset(trace.train_labels(after[client], pool.y).tolist())
+        assert len(now) == per_client and now != held[client]
+        assert trace.groups_at(5)[client] != group[client]
+
+
+def test_drift_every_and_skew_are_checked():
+    with pytest.raises(ConfigError, match=r"drift_every must be >= 0 \(0: one event at drift_round\), got -5"):
+        make(drift_every=-5)
+    with pytest.raises(ConfigError, match="skew must be one of pathological, random, got 'dirichlet'"):
+        make(skew="dirichlet")

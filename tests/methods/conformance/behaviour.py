@@ -3,8 +3,9 @@
 ``replay`` resolves ``--trace NAME --set KEY=VALUE`` and ``--set method.KEY=VALUE`` as ``driftbench run``
 does and runs ``driftbench.scheduler.run`` on CPU; the test then reads rounds.csv, events.csv,
 diagnostics.csv and summary.json. Where the record holds no per-round partition, ``Replay.partitions``
-holds the method's assignment after every round, and ``Replay.local_distance`` how far each round's
-participants moved from the model they started from (the method object is watched, never changed).
+holds the method's assignment after every round, ``Replay.participants`` each round's participants, and
+``Replay.local_distance`` how far they moved from the model they started from (the method object is
+watched, never changed).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ SMALL = {"train_samples": "30", "test_samples": "10", "train.local_steps": "5", 
 
 @dataclass(frozen=True)
 class WatchedSpec(MethodSpec):
-    """A method configuration whose instance's assignment and local training are copied out after every round."""
+    """A method configuration whose instance's assignment, participants and local training are copied out after every round."""
 
     partitions: list[np.ndarray] = field(default_factory=list, compare=False)
+    participants: list[np.ndarray] = field(default_factory=list, compare=False)
     local_distance: list[float] = field(default_factory=list, compare=False)
 
     def create(self) -> Method:
@@ -45,6 +47,7 @@ class WatchedSpec(MethodSpec):
         def watched(rnd: int, result: TrainResult) -> None:
             start = {n: p[torch.as_tensor(result.plan.start_models, device=p.device)] for n, p in method.models.items()}
             self.local_distance.append(distance_moved(start, result.params))
+            self.participants.append(result.plan.participants.copy())
             aggregate(rnd, result)
             self.partitions.append(method.assignment.copy())
 
@@ -68,6 +71,7 @@ class Replay:
     events: pd.DataFrame  # events.csv
     diagnostics: pd.DataFrame  # diagnostics.csv
     partitions: np.ndarray  # rounds x clients: the method's assignment after each round
+    participants: list[np.ndarray]  # per round: the clients that trained
     local_distance: np.ndarray  # per round: participants' mean distance from their start model
 
     def truth(self, rnd: int) -> np.ndarray:
@@ -135,5 +139,6 @@ def replay(
         read_events(folder / EVENTS),
         read_diagnostics(folder / DIAGNOSTICS),
         np.stack(spec.partitions),
+        spec.participants,
         np.asarray(spec.local_distance),
     )

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from tests.methods.fakes import ScriptedClients, context, queries
 
@@ -108,3 +109,60 @@ def test_new_clusters_models_average_their_members_old_cluster_models():
     for k in np.unique(new[4:]):
         assert method.models["w"][k].tolist() == pytest.approx([5.0, 5.0])
     assert method.num_models == len(np.unique(new))
+
+
+def test_every_drift_trigger_reclusters_globally_where_no_cluster_is_wider_than_delta():
+    """Figure 2a's baseline (section 2.1): re-cluster all clients "after every drift event", not past Delta.
+
+    Client 0 reports [3.9, 0.1, 0]: 0.05 from its cluster mates, not wider than Delta = c = 0.1, so FIELDING
+    only keeps it in A. With ``trigger = "every_drift"`` the same report re-clusters everyone, at this and at
+    the next drift event, and Delta stays c (unused: no ``threshold`` event). A round without drift
+    re-clusters nothing.
+
+    Fails when ``needs_reclustering`` applies the diameter rule to "every_drift", or when Delta is still
+    updated there (it doubles to 0.2 after two consecutive re-clusterings).
+    """
+    near = [3.9, 0.1, 0.0]
+    assert [drift(fielding(), 0, near, rnd) for rnd in (1, 2)] == [False, False]
+    method = fielding(trigger="every_drift")
+    assert [drift(method, 0, near, rnd) for rnd in (1, 2)] == [True, True]
+    assert method.delta == 0.1 and "threshold" not in [row["kind"] for row in method.events.rows]
+    before = len(method.events.rows)
+    method.plan(3, queries(ScriptedClients(HOME)), np.random.default_rng(3))
+    assert len(method.events.rows) == before
+
+
+def test_participants_scope_moves_only_the_sampled_drifted_clients_and_the_others_once_sampled():
+    """Figure 2b's baseline (section 2.1): only the selected clients are re-clustered; "unselected clients
+    drift but remain in their previous clusters".
+
+    At round 1 clients 0, 1 (in A) report B and clients 4, 5 (in B) report A; clusters stay pure, so no
+    global re-clustering. Default scope: all four move, four histograms are uploaded. ``scope =
+    "participants"``: the round's 4 participants (2 per cluster) are drawn first; only the drifted ones
+    among them report (3 float32 each) and move, the others keep their cluster. At round 2 (no new drift)
+    the drifted clients sampled then that were not sampled at round 1 report and move.
+
+    Fails when the participants scope handles every drifted client (``plan`` ignoring ``scope``), or when
+    it forgets a drifted client that was not sampled (only this round's drifted participants report).
+    """
+    reports = HOME.copy()
+    reports[[0, 1]], reports[[4, 5]] = B, A
+    drifted, a, b = {0, 1, 4, 5}, *fielding().assignment[[0, 4]]
+    swapped = {0: b, 1: b, 4: a, 5: a}
+
+    default, overhead = fielding(), Overhead()
+    default.plan(1, queries(ScriptedClients(reports), changed=sorted(drifted), overhead=overhead), np.random.default_rng(1))
+    assert all(default.assignment[c] == swapped[c] for c in drifted) and overhead.upload_bytes == 4 * 3 * 4
+
+    method, moved = fielding(scope="participants"), []
+    for rnd, changed in ((1, sorted(drifted)), (2, [])):
+        overhead = Overhead()
+        before = method.assignment.copy()
+        plan = method.plan(rnd, queries(ScriptedClients(reports), changed=changed, overhead=overhead), np.random.default_rng(rnd))
+        reporting = drifted.intersection(plan.participants.tolist()).difference(*moved)
+        assert {int(c) for c in np.flatnonzero(method.assignment != before)} == reporting
+        assert all(method.assignment[c] == swapped[c] for c in reporting)
+        assert overhead.upload_bytes == len(reporting) * 3 * 4
+        moved.append(reporting)
+    assert moved == [{0, 5}, {1, 4}]  # at these seeds: half of the drifted clients wait for round 2
+    assert "recluster_global" not in [row["kind"] for row in method.events.rows[1:]]
