@@ -32,7 +32,7 @@ def test_method_toml_with_unknown_class_lists_the_classes(tmp_path, monkeypatch)
     (tmp_path / "mine.toml").write_text('class = "fancy"\n')
     monkeypatch.setattr(method_catalog, "CATALOG_DIR", tmp_path)
     with pytest.raises(
-        ConfigError, match=r"unknown method class in .*mine.toml 'fancy'.*valid: auxo, cfl, cflgt, fedavg, fedcm,"
+        ConfigError, match=r"unknown method class in .*mine.toml 'fancy'.*valid: auxo, cfl, cflgt, fedavg, fedccfa, fedcm,"
     ):
         method_catalog.load_method("mine")
 
