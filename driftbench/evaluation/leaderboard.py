@@ -36,6 +36,7 @@ from driftbench.methods.events import EVENT_KINDS
 from driftbench.record.files import CONFIG, read_json
 from driftbench.record.metrics import (
     COLLAPSE_FALL,
+    COLLAPSE_SPAN,
     FINAL_FRACTION_DENOMINATOR,
     NOISE_FRACTION_DENOMINATOR,
     PRE_WINDOW,
@@ -141,7 +142,8 @@ GLOSSARY = {  # table header or term -> its meaning
     "degenerate": "seeds at which a clustering method did nothing: one_cluster (one cluster at every evaluation), "
     "clustering_unchanged (a method designed to re-cluster whose partition of clients never changed from the first drift "
     "event on; a trace without events flags none); or at which a method collapsed: collapse_without_drift (between two trace "
-    f"events, or after the last, the 3-evaluation trailing mean ends more than {COLLAPSE_FALL} below the highest it reached)",
+    f"events, or after the last, the 3-evaluation trailing mean ends more than {COLLAPSE_FALL} below the highest it reached, "
+    f"or {COLLAPSE_SPAN} evaluations in a row lie more than {COLLAPSE_FALL} below the highest reached by then)",
     "runs": "run folders by status: ok, diverged (counted with the accuracy reached) or incomplete (left out)",
 }
 SORT_COLUMNS = {  # --sort choice -> the leaderboard.csv column methods are ranked by (descending)

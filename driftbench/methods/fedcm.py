@@ -85,6 +85,8 @@ def cluster_cosines(updates: np.ndarray, cluster: np.ndarray, num_clusters: int)
     A cluster's direction is the norm-weighted mean of its participants' unit updates,
     normalised (Eq. 7), i.e. the direction of their summed updates. Clusters without
     participants this round have no direction: their column is -inf.
+
+    Choice (000 lines 124-145): Eq. 7 sums all of C_c^t, the participant too; any participation may migrate; emptied: no target.
     """
     summed = np.zeros((num_clusters, updates.shape[1]))
     np.add.at(summed, cluster, updates)

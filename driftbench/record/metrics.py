@@ -18,7 +18,8 @@ SMOOTHING = 3  # evaluations in the trailing mean that time-to-accuracy reads
 SUSTAIN = 3  # consecutive smoothed evaluations at or above the target that count as reaching it
 PRE_WINDOW = 3  # evaluations averaged for the pre-drift accuracy, and for the post level at an interval's end
 RECOVERY_TOLERANCE = 0.01  # a trough within this of the pre-drift level is no drop; back within it is recovered
-COLLAPSE_FALL = 0.2  # accuracy (absolute) below a segment's smoothed best, at its end, that flags collapse_without_drift
+COLLAPSE_FALL = 0.2  # accuracy (absolute) below a segment's smoothed best that counts as a fall (collapse_without_drift)
+COLLAPSE_SPAN = 3  # evaluations in a row a fall must last to flag collapse_without_drift when it recovers before its segment ends
 
 
 def final_window(n: int) -> int:
@@ -186,24 +187,38 @@ def degeneracy(
 
 
 def collapsed_without_drift(
-    rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, fall: float = COLLAPSE_FALL
+    rounds: np.ndarray,
+    accuracy: np.ndarray,
+    event_rounds: np.ndarray,
+    fall: float = COLLAPSE_FALL,
+    span: int = COLLAPSE_SPAN,
 ) -> bool:
-    """Whether accuracy fell more than ``fall`` below its best and stayed there, with no drift event to explain it.
+    """Whether accuracy fell more than ``fall`` below its best and stayed down, with no drift event to explain it.
 
     The run is cut into segments at trace events (an evaluation at round r belongs to the
     segment of the events at or before r). In each segment, accuracy is smoothed by its
-    ``SMOOTHING``-evaluation trailing mean (within the segment); the run collapsed if some
-    segment ends more than ``fall`` below the highest smoothed accuracy it reached. A dip
-    that recovers before the segment ends, or a fall that an event may explain, is not flagged.
+    ``SMOOTHING``-evaluation trailing mean (within the segment), and the best is the highest
+    smoothed accuracy reached so far. Rule: the run collapsed if some segment ends with its
+    smoothed accuracy more than ``fall`` below its best, or if ``span`` evaluations in a row
+    each lie more than ``fall`` below the best reached by then, however far accuracy recovers
+    afterwards. A shorter dip that recovers before the segment ends, or a fall that an event
+    may explain, is not flagged.
     """
     rounds, accuracy = np.asarray(rounds), np.asarray(accuracy, dtype=float)
     _check_same_length(rounds, accuracy)
     segment = np.searchsorted(np.sort(np.asarray(event_rounds)), rounds, side="right")
     for index in np.unique(segment):
-        smoothed = trailing_mean(accuracy[segment == index], SMOOTHING)
-        if smoothed.max() - smoothed[-1] > fall:
+        values = accuracy[segment == index]
+        smoothed = trailing_mean(values, SMOOTHING)
+        best = np.maximum.accumulate(smoothed)
+        if best[-1] - smoothed[-1] > fall or _lasts(best - values > fall, span):
             return True
     return False
+
+
+def _lasts(flags: np.ndarray, span: int) -> bool:
+    """Whether ``span`` consecutive entries of ``flags`` are true."""
+    return len(flags) >= span and bool(np.lib.stride_tricks.sliding_window_view(flags, span).all(axis=1).any())
 
 
 def recovery(rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, event_kinds: list[str]) -> list[Recovery]:

@@ -101,6 +101,19 @@ def test_migration_moves_only_participants_pointing_away_from_their_cluster():
     assert migrate(far, np.array([0, 0, 1]), 3, tau=0.5).tolist() == [0, 0, 1]
 
 
+def test_a_participant_whose_update_dominates_its_cluster_sets_its_direction_and_the_members_opposing_it_move():
+    """The chosen reading of Eq. 7 (a participant's own update is in its cluster's sum) and its cost, measured in
+    docs/methods.md: a misplaced client's large update (1.04) outweighs three members' corrections (0.07 each), so its
+    own cosine is 0.99 and it stays, while the members' is -0.82 and they leave for cluster 1 (cosine 0)."""
+    misfit, member = [-0.3, 0.0, 1.0], [0.05, 0.0, -0.05]
+    updates = np.array([misfit, member, member, member, [0.0, 0.5, 0.0]])
+    cluster = np.array([0, 0, 0, 0, 1])
+    scores = cluster_cosines(updates, cluster, 2)
+    assert scores[0, 0] == pytest.approx(0.99, abs=0.01) and scores[1:4, 0] == pytest.approx([-0.82] * 3, abs=0.01)
+    assert migrations(scores, cluster, tau=-0.5).tolist() == [0, 1, 1, 1, 1]
+    # without its own update the misfit's cosine with the members' direction would be -0.88: it, not they, would move
+
+
 def ctx(n=5, participants=2):
     init = {"head.weight": torch.zeros(2, 3, dtype=torch.float64), "head.bias": torch.zeros(2, dtype=torch.float64)}
     return RunContext(n, 2, init, TrainConfig(participants=participants), seed=0, classifier="head")

@@ -188,6 +188,22 @@ def test_a_dip_that_recovers_or_a_single_noisy_evaluation_is_no_collapse():
     assert not collapsed_without_drift(np.array([], dtype=int), np.array([]), np.array([], dtype=int))
 
 
+def test_a_fall_that_lasts_three_evaluations_is_a_collapse_though_it_recovers_partly_before_the_drift():
+    rounds = np.arange(12)
+    events = np.array([10])
+    # 0.9, then three evaluations at 0.65 (0.25 below), back to 0.8 before the drift at round 10: the segment's
+    # smoothed end (0.65 + 0.8 + 0.8) / 3 = 0.75 is only 0.15 below its best, so the end alone flags nothing
+    partial = np.array([0.9] * 5 + [0.65] * 3 + [0.8] * 2 + [0.4] * 2)
+    assert collapsed_without_drift(rounds, partial, events)
+    # the same fall for two evaluations only is a dip, and a third evaluation less than 0.2 below does not extend it
+    assert not collapsed_without_drift(rounds, np.array([0.9] * 5 + [0.65] * 2 + [0.8] * 3 + [0.4] * 2), events)
+    assert not collapsed_without_drift(rounds, np.array([0.9] * 5 + [0.65, 0.65, 0.72] + [0.8] * 2 + [0.4] * 2), events)
+    # three evaluations in a row is the span: a longer one lowers nothing, a span of 4 lets this fall pass
+    assert not collapsed_without_drift(rounds, partial, events, span=4)
+    # the fall is measured from the best reached by then: the same curve rising to 0.9 only after it is no fall
+    assert not collapsed_without_drift(rounds, np.array([0.6] * 5 + [0.65] * 3 + [0.9] * 2 + [0.4] * 2), events)
+
+
 def test_collapse_without_drift_measures_each_segment_from_its_own_best():
     rounds = np.arange(8)
     # drift at 4: the second segment reaches 0.95 (smoothed) and ends 0.35 below it
