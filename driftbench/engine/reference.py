@@ -38,11 +38,7 @@ def train_sequential(
             maps = torch.as_tensor(work.label_maps[k : k + 1], device=data.device)
             x, y = data.gather(idx, maps, work.rotations[k : k + 1])
             opt.zero_grad()
-            with head_inputs(local.get_submodule(classifier_name(local))) as features:
-                loss = F.cross_entropy(local(x[0]), y[0])
-            if penalty is not None:
-                weight, targets = penalty.client(k)
-                loss = penalised(loss, penalty.term, features[0], y[0], weight, targets)
+            loss = batch_loss(local, x[0], y[0]) if penalty is None else penalised_batch_loss(local, x[0], y[0], penalty, k)
             objective = loss
             if mu:
                 objective = loss + 0.5 * mu * sum(((p - a) ** 2).sum() for p, a in zip(local.parameters(), anchor))
@@ -52,3 +48,16 @@ def train_sequential(
         trained.append({n: p.detach() for n, p in local.named_parameters()})
         losses.append(total / max(int(work.steps[k]), 1))
     return TrainOutput(stack(trained), torch.tensor(losses, dtype=start[next(iter(start))].dtype))
+
+
+def batch_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The batch's mean cross-entropy."""
+    return F.cross_entropy(model(x), y)
+
+
+def penalised_batch_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, penalty: FeaturePenalty, k: int) -> torch.Tensor:
+    """``batch_loss`` plus client ``k``'s ``penalty`` term on the classifier layer's input (hooked for this pass only)."""
+    with head_inputs(model.get_submodule(classifier_name(model))) as features:
+        loss = batch_loss(model, x, y)
+    weight, targets = penalty.client(k)
+    return penalised(loss, penalty.term, features[0], y, weight, targets)
