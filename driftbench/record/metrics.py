@@ -93,8 +93,7 @@ def first_reach(accuracy: np.ndarray, target: float) -> int | None:
     if accuracy.size == 0:
         return None
     above = np.concatenate([trailing_mean(accuracy, SMOOTHING) >= target, np.ones(SUSTAIN - 1, dtype=bool)])
-    sustained = np.lib.stride_tricks.sliding_window_view(above, SUSTAIN).all(axis=1)
-    hits = np.flatnonzero(sustained)
+    hits = np.flatnonzero(held(above, SUSTAIN))
     return int(hits[0]) if hits.size else None
 
 
@@ -211,14 +210,16 @@ def collapsed_without_drift(
         values = accuracy[segment == index]
         smoothed = trailing_mean(values, SMOOTHING)
         best = np.maximum.accumulate(smoothed)
-        if best[-1] - smoothed[-1] > fall or _lasts(best - values > fall, span):
+        if best[-1] - smoothed[-1] > fall or held(best - values > fall, span).any():
             return True
     return False
 
 
-def _lasts(flags: np.ndarray, span: int) -> bool:
-    """Whether ``span`` consecutive entries of ``flags`` are true."""
-    return len(flags) >= span and bool(np.lib.stride_tricks.sliding_window_view(flags, span).all(axis=1).any())
+def held(flags: np.ndarray, span: int) -> np.ndarray:
+    """For each start i, whether ``flags[i : i + span]`` are all true (empty when fewer than ``span`` flags)."""
+    if len(flags) < span:
+        return np.zeros(0, dtype=bool)
+    return np.asarray(np.lib.stride_tricks.sliding_window_view(flags, span).all(axis=1))
 
 
 def recovery(rounds: np.ndarray, accuracy: np.ndarray, event_rounds: np.ndarray, event_kinds: list[str]) -> list[Recovery]:
