@@ -20,6 +20,7 @@ from driftbench.record.schema import (
     Scorecard,
     Streaming,
     Summary,
+    read_summary,
     write_rounds,
 )
 from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
@@ -373,25 +374,87 @@ def test_what_differs_from_the_paper_is_one_line_in_the_notes_beside_the_protoco
 
 def test_a_diagnosis_is_shown_where_a_claim_does_not_reproduce_and_checked_when_read(tmp_path):
     diagnosis = (
-        '[claims.diagnosis]\nkind = "workload differs"\nevidence = """digits, not CIFAR-10:\n  the groups never conflict"""\n'
+        '[claims.diagnosis]\nkind = "workload"\ncommand = "driftbench run --trace static"\n'
+        'evidence = """digits, not CIFAR-10:\n  the groups never conflict (ARI 1.0 at seeds 0-4)"""\n'
     )
     claim = one_claim(tmp_path, '["a", "b"]', "a > b", extra=diagnosis)
-    assert (claim.diagnosis.kind, claim.diagnosis.evidence) == (
-        "workload differs",
-        "digits, not CIFAR-10: the groups never conflict",
+    assert (claim.diagnosis.kind, claim.diagnosis.evidence, claim.diagnosis.command) == (
+        "workload",
+        "digits, not CIFAR-10: the groups never conflict (ARI 1.0 at seeds 0-4)",
+        "driftbench run --trace static",
     )
     failed = evaluate(claim, seeds(a=[0.5, 0.5, 0.5], b=[0.6, 0.6, 0.6]))
     assert failed.verdict == NOT_REPRODUCED
-    assert row(failed)["diagnosis"] == "workload differs: digits, not CIFAR-10: the groups never conflict"
+    assert row(failed)["diagnosis"] == (
+        "workload: digits, not CIFAR-10: the groups never conflict (ARI 1.0 at seeds 0-4) Command: driftbench run --trace static"
+    )
     assert row(evaluate(claim, seeds(a=[0.7, 0.71, 0.72], b=[0.6, 0.6, 0.6])))["diagnosis"] == "-"
     bare = one_claim(tmp_path, '["a", "b"]', "a > b")
     assert "not established" in row(evaluate(bare, seeds(a=[0.5, 0.5], b=[0.6, 0.6])))["diagnosis"]
-    with pytest.raises(ConfigError, match=r"diagnosis: kind 'looks fine': allowed: " + DIAGNOSIS_KINDS[0]):
-        one_claim(tmp_path, '["a", "b"]', "a > b", extra='[claims.diagnosis]\nkind = "looks fine"\nevidence = "x"\n')
-    with pytest.raises(ConfigError, match="diagnosis: evidence"):
-        one_claim(tmp_path, '["a", "b"]', "a > b", extra='[claims.diagnosis]\nkind = "fixed"\nevidence = " "\n')
-    fixed = one_claim(tmp_path, '["a", "b"]', "a > b", extra='[claims.diagnosis]\nkind = "fixed"\nevidence = "the bug"\n')
-    assert row(evaluate(fixed, seeds(a=[0.7, 0.71, 0.72], b=[0.6, 0.6, 0.6])))["diagnosis"] == "fixed: the bug"
+    assert DIAGNOSIS_KINDS == ("method", "implementation", "workload")
+    run = 'command = "driftbench run"\n'
+    bad = {
+        f'kind = "looks fine"\nevidence = "1"\n{run}': "diagnosis: kind 'looks fine': allowed: method, implementation, workload",
+        f'kind = "method"\nevidence = "it does not"\n{run}': "diagnosis: evidence: expected the experiment's numbers",
+        'kind = "method"\nevidence = "0.5 against 0.6"\n': "diagnosis: command: expected the command",
+        f'kind = "implementation"\nevidence = "0.5 against 0.6"\n{run}': "diagnosis: commit: an implementation diagnosis",
+        f'kind = "workload"\ncommit = "abc"\nevidence = "0.5"\n{run}': "diagnosis: commit: an implementation diagnosis",
+    }
+    for fields, message in bad.items():
+        with pytest.raises(ConfigError, match=message):
+            one_claim(tmp_path, '["a", "b"]', "a > b", extra=f"[claims.diagnosis]\n{fields}")
+    fix = f'[claims.diagnosis]\nkind = "implementation"\ncommit = "abc1234"\nevidence = "the bug: 0.5 before"\n{run}'
+    fixed = one_claim(tmp_path, '["a", "b"]', "a > b", extra=fix)
+    shown = row(evaluate(fixed, seeds(a=[0.7, 0.71, 0.72], b=[0.6, 0.6, 0.6])))["diagnosis"]
+    assert shown == "implementation (fixed in abc1234): the bug: 0.5 before Command: driftbench run"
+
+
+@pytest.mark.parametrize(
+    ("ours", "off"),
+    [(41.0, False), (33.4, False), (44.0, True), (30.0, True)],  # paper 38.30: residual +2.7, -4.9, +5.7, -8.3 points
+)
+def test_a_calibrated_stand_in_shows_its_residual_and_reads_off_beyond_five_points(tmp_path, ours, off):
+    calibrated = f'calibrated_to = {{ method = "fedavg", paper = 38.30, ours = {ours}, seeds = [10, 11] }}\n'
+    claim = one_claim(tmp_path, '["a", "b"]', "a > b", extra=calibrated)
+    assert (claim.calibrated_to.residual, claim.calibrated_to.within) == (pytest.approx(ours - 38.3), not off)
+    shown = row(evaluate(claim, seeds(a=[0.7, 0.71, 0.72], b=[0.6, 0.6, 0.6])))
+    assert (
+        f"calibrated: fedavg {ours:.2f} against the paper's 38.30 (seeds 10,11, residual {ours - 38.3:+.1f} points)"
+        in (shown["notes"])
+    )
+    assert ("the stand-in is off its calibration" in shown["reason"]) == off
+    for fields, message in {
+        'method = "fedavg", paper = 38.3, ours = 40': "calibrated_to: missing 'seeds'",
+        'method = "fedavg", paper = "38.3", ours = 40, seeds = [1]': "calibrated_to: paper: expected the accuracy in points",
+        'method = "fedavg", paper = 38.3, ours = 40, seeds = []': "calibrated_to: seeds: expected the calibration's seeds",
+        'method = "fedavg", paper = 38.3, ours = 40, seeds = [1], k = 5': "calibrated_to: unknown key 'k'",
+    }.items():
+        with pytest.raises(ConfigError, match=message):
+            one_claim(tmp_path, '["a", "b"]', "a > b", extra=f"calibrated_to = {{ {fields} }}\n")
+
+
+def test_calibrate_reruns_the_reference_once_per_setting_at_the_recorded_seeds(tmp_path, capsys):
+    cal = 'calibrated_to = { method = "fedavg", paper = 50.0, ours = 12.5, seeds = [3] }\n'
+    tables = "".join(
+        f'[[claims]]\nid = "{i}"\nwhere = "Table 1"\nclaim = "c"\ntrace = "static"\nset = {{ {TINY} }}\n'
+        f'methods = ["oracle", "static"]\nmetric = "final_accuracy"\ndirection = "oracle > static"\n'
+        f'paper_figure = "1 vs 2"\n{KIND}{cal}'
+        for i in ("one", "two")
+    )
+    claim_file(tmp_path / "claims", tables, "tiny")
+    args = ["reproduce", "tiny", "--calibrate", "--claims", str(tmp_path / "claims"), "--jobs", "1", "--device", "cpu"]
+    assert main([*args, "--quiet", "--out", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert "1 calibrations: " in out and "tiny/one tiny/two" in out
+    with open(tmp_path / "runs/calibration.csv", newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert (row["method"], row["seeds"], row["paper"], row["recorded"]) == ("fedavg", "3", "50.00", "12.50")
+    summary = read_summary(next((tmp_path / "runs").glob("static+*/static/fedavg/seed3")) / "summary.json")
+    assert row["measured"] == f"{100 * summary.final_accuracy:.2f}"
+    assert row["residual"] == f"{100 * summary.final_accuracy - 50:+.2f}"
+    claim_file(tmp_path / "claims", tables.replace(cal, ""), "bare")
+    assert main(["reproduce", "bare", *args[2:], "--out", str(tmp_path / "x")]) == 2
+    assert "--calibrate: none of the 2 claims has calibrated_to" in capsys.readouterr().err
 
 
 def test_figure6_claims_set_fielding_with_a_flower_strategy_against_that_strategy_alone(tmp_path):

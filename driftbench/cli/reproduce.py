@@ -10,6 +10,8 @@ from driftbench.cli.common import add_scale, seed_list, text_table
 
 if TYPE_CHECKING:
     from driftbench.cli.common import Subparsers
+    from driftbench.reproduce.claims import Claim
+    from driftbench.runner import Execution, PoolOptions
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -23,7 +25,15 @@ def add_parser(sub: Subparsers) -> None:
         "Exit status 0 whatever the verdicts.",
     )
     repro.add_argument("papers", nargs="*", metavar="PAPER", help="papers to check, by claim file name (default: all)")
-    repro.add_argument("--seeds", type=seed_list, default=[0, 1, 2], metavar="0,1,2", help="run seeds (default 0,1,2)")
+    repro.add_argument(
+        "--seeds", type=seed_list, metavar="0,1,2", help="run seeds (default 0,1,2; with --calibrate, each calibration's own)"
+    )
+    repro.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="instead of judging claims, re-run the reference baseline of each claim's calibrated_to on the claim's "
+        "setting and print its final accuracy beside the recorded one and the paper's (writes calibration.csv)",
+    )
     add_scale(repro)
     repro.add_argument(
         "--backend", default="local", choices=["local", "ray"], help="local process pool or Ray tasks (default local)"
@@ -48,10 +58,25 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     claims = load_claims(args.claims, args.papers)
     pool = PoolOptions(args.backend, args.jobs, quiet=args.quiet)
-    report = reproduce(claims, tuple(args.seeds), args.scale, pool, Execution(args.device, args.out, threads=pool.threads))
+    execution = Execution(args.device, args.out, threads=pool.threads)
+    if args.calibrate:
+        return cmd_calibrate(args, claims, pool, execution)
+    report = reproduce(claims, tuple(args.seeds or (0, 1, 2)), args.scale, pool, execution)
     paths = write_report(report, args.report or args.out)
     columns = ("paper", "id", "kind", "paper_value", "ours", "ratio", "verdict", "reason")
     print(text_table([{k: row[k] for k in columns} for row in rows(report)]))
     print(report.headline())
     print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace, claims: list[Claim], pool: PoolOptions, execution: Execution) -> int:
+    """``driftbench reproduce --calibrate``: the calibrations re-run, printed and written to calibration.csv."""
+    from driftbench.reproduce.calibrate import calibrate, headline, write_calibration
+
+    measured = calibrate(claims, tuple(args.seeds) if args.seeds else None, args.scale, pool, execution)
+    table = [m.row() for m in measured]
+    print(text_table(table))
+    print(headline(measured))
+    print(f"wrote {write_calibration(table, args.report or args.out)}")
     return 0

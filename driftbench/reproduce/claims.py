@@ -47,10 +47,11 @@ CLAIM_KEYS = {
     "differs": str,
     "diagnosis": dict,
     "bound": str,
+    "calibrated_to": dict,
 }  # paper_value (a number or a table) is checked on its own
 VALUE_KEY = "paper_value"
 OPTIONAL_CLAIM_KEYS = {"set", "target", "diagnosis", "difference", "effect", "premises", "method_set", "twin", "protocol"}
-OPTIONAL_CLAIM_KEYS |= {"workload", "bound", "differs"}
+OPTIONAL_CLAIM_KEYS |= {"workload", "bound", "differs", "calibrated_to"}
 # exact: the paper's metric and figure; bound: the paper's metric, its figure a bound the paper implies but does
 # not print (``bound`` says which side); proxy: another metric standing in for it (``difference`` says how);
 # driftbench: a figure the paper does not report, judged apart from the paper's claims
@@ -59,9 +60,12 @@ KINDS = ("exact", "bound", "proxy", "driftbench")
 UNITS = {"points": 100.0, "permille": 1.0, "x": 1.0, "seconds": 1.0, "count": 1.0, "ari": 1.0, "distance": 1.0}
 EFFECTS = ("difference", "ratio")  # how the paper's effect and ours are formed from the methods' values
 DEGENERATE_PREMISE = "none degenerate"
-DIAGNOSIS_KEYS = {"kind": str, "evidence": str}
-# what a claim that does not reproduce (or stays inconclusive) is found to be; "fixed" names the bug and its regression test
-DIAGNOSIS_KINDS = ("implementation verified", "workload differs", "fixed")
+DIAGNOSIS_KEYS = {"kind": str, "evidence": str, "command": str, "commit": str}
+# why a claim does not reproduce (or did not, until a fix): the paper's algorithm does not do it here (method), ours
+# differed from the paper and was fixed in ``commit`` (implementation), or a named, measured property of the stand-in
+DIAGNOSIS_KINDS = ("method", "implementation", "workload")
+CALIBRATION_KEYS = {"method": str, "paper": object, "ours": object, "seeds": list}
+CALIBRATION_TOLERANCE = 5.0  # points: a stand-in whose reference baseline lands further from the paper's is flagged
 EVENTS_PREFIX = "events."
 
 
@@ -250,23 +254,78 @@ def _number(text: str, where: str) -> float:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """Why a claim does not reproduce: ``kind`` (``DIAGNOSIS_KINDS``) and the evidence (conformance test, run quantities)."""
+    """Why a claim does not reproduce: ``kind`` (``DIAGNOSIS_KINDS``), the experiment's ``command`` and its numbers."""
 
     kind: str
     evidence: str
+    command: str
+    commit: str | None = None  # the fix, for kind ``implementation``
 
     def __str__(self) -> str:
-        return f"{self.kind}: {self.evidence}"
+        fix = f" (fixed in {self.commit})" if self.commit else ""
+        return f"{self.kind}{fix}: {self.evidence} Command: {self.command}"
 
 
 def parse_diagnosis(table: dict[str, Any], where: str) -> Diagnosis:
-    """A claim's ``[claims.diagnosis]`` table; a bad kind or empty evidence is a ConfigError naming ``where``."""
+    """A claim's ``[claims.diagnosis]`` table; a bad kind, no command or evidence without a number is a ConfigError."""
     where = f"{where}: diagnosis"
     check_keys(table, DIAGNOSIS_KEYS, where)
     check_types(table, DIAGNOSIS_KEYS, where)
     require(table.get("kind") in DIAGNOSIS_KINDS, f"{where}: kind {table.get('kind')!r}: allowed: {', '.join(DIAGNOSIS_KINDS)}")
-    require(bool(str(table.get("evidence", "")).strip()), f"{where}: evidence: expected the evidence, in one paragraph")
-    return Diagnosis(table["kind"], " ".join(table["evidence"].split()))
+    evidence = " ".join(str(table.get("evidence", "")).split())
+    require(
+        bool(re.search(r"\d", evidence)),
+        f"{where}: evidence: expected the experiment's numbers in one paragraph, got {evidence[:60]!r}",
+    )
+    command = " ".join(str(table.get("command", "")).split())
+    require(bool(command), f"{where}: command: expected the command of the experiment that decided it")
+    require(
+        (table["kind"] == "implementation") == ("commit" in table),
+        f"{where}: commit: an implementation diagnosis, and only it, names the commit that fixed it",
+    )
+    return Diagnosis(table["kind"], evidence, command, table.get("commit"))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A stand-in's calibration: the reference method's final accuracy (points) on the claim's setting, paper and ours."""
+
+    method: str
+    paper: float
+    ours: float
+    seeds: tuple[int, ...]  # the calibration's seeds, which the report's should not be
+
+    @property
+    def residual(self) -> float:
+        """Ours less the paper's, in points."""
+        return self.ours - self.paper
+
+    @property
+    def within(self) -> bool:
+        """Whether the residual is within ``CALIBRATION_TOLERANCE``."""
+        return abs(self.residual) <= CALIBRATION_TOLERANCE
+
+    def __str__(self) -> str:
+        seeds = ",".join(map(str, self.seeds))
+        versus = f"{self.method} {self.ours:.2f} against the paper's {self.paper:.2f}"
+        return f"calibrated: {versus} (seeds {seeds}, residual {self.residual:+.1f} points)"
+
+
+def parse_calibration(table: dict[str, Any], where: str) -> Calibration:
+    """``calibrated_to = { method = "fedavg", paper = 38.30, ours = 37.1, seeds = [10, 11] }``; a bad field is a ConfigError."""
+    where = f"{where}: calibrated_to"
+    check_keys(table, CALIBRATION_KEYS, where)
+    missing = sorted(set(CALIBRATION_KEYS) - set(table))
+    require(not missing, f"{where}: missing {missing[0] if missing else ''!r}; it has {', '.join(CALIBRATION_KEYS)}")
+    check_types(table, CALIBRATION_KEYS, where)
+    for key in ("paper", "ours"):
+        require(_is_number(table[key]), f"{where}: {key}: expected the accuracy in points, got {table[key]!r}")
+    seeds = table["seeds"]
+    require(
+        bool(seeds) and all(isinstance(s, int) and s >= 0 for s in seeds),
+        f"{where}: seeds: expected the calibration's seeds, e.g. [10, 11, 12], got {seeds!r}",
+    )
+    return Calibration(table["method"], float(table["paper"]), float(table["ours"]), tuple(seeds))
 
 
 @dataclass(frozen=True)
@@ -355,6 +414,7 @@ class Claim:
     target: str | None = None  # tta_speedup: the method whose final accuracy is the target (default FedAvg)
     diagnosis: Diagnosis | None = None  # why it does not reproduce, where that has been found out
     bound: str | None = None  # BOUNDS: paper_value bounds the effect (the paper prints none), verdict.magnitude
+    calibrated_to: Calibration | None = None  # the stand-in's calibration on a reference baseline
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -486,6 +546,7 @@ def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Cl
         target=target,
         diagnosis=parse_diagnosis(table["diagnosis"], where) if "diagnosis" in table else None,
         bound=bound,
+        calibrated_to=parse_calibration(table["calibrated_to"], where) if "calibrated_to" in table else None,
     )
     stray = sorted(set(claim.method_sets) - set(claim.runs))
     if stray:

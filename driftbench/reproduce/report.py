@@ -10,7 +10,7 @@ from driftbench.atomic import atomic_write
 from driftbench.config import require
 from driftbench.errors import ConfigError
 from driftbench.evaluation.html_page import Section
-from driftbench.reproduce.claims import Claim
+from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, Claim
 from driftbench.reproduce.run import ClaimResult, Report
 from driftbench.reproduce.verdict import REPRODUCED, RULE_TITLE, VERDICT_RULE
 
@@ -35,16 +35,27 @@ NO_DIAGNOSIS = "none yet: not reproduced here, cause not established"
 
 
 def row(result: ClaimResult) -> dict[str, str]:
-    """A claim's report row (``COLUMNS``); a claim that reproduced shows only a diagnosis of kind ``fixed``."""
+    """A claim's report row (``COLUMNS``); a claim that reproduced shows only a diagnosis of kind ``implementation`` (a fix)."""
     c = result.claim
     if result.verdict == REPRODUCED:
-        diagnosis = str(c.diagnosis) if c.diagnosis and c.diagnosis.kind == "fixed" else "-"
+        diagnosis = str(c.diagnosis) if c.diagnosis and c.diagnosis.kind == "implementation" else "-"
     else:
         diagnosis = str(c.diagnosis) if c.diagnosis else NO_DIAGNOSIS
     paper = number(result.paper, c)
     effect = [bounded(paper, c), number(result.ours, c), "-" if result.ratio is None else f"{result.ratio:.2g}"]
-    cells = [c.title, c.id, c.kind, c.where, c.text, c.paper_figure, *effect, result.figure, result.verdict, result.reason]
+    reason = result.reason + (f"; {off_calibration(c)}" if c.calibrated_to and not c.calibrated_to.within else "")
+    cells = [c.title, c.id, c.kind, c.where, c.text, c.paper_figure, *effect, result.figure, result.verdict, reason]
     return dict(zip(COLUMNS, [*cells, notes(c), diagnosis], strict=True))
+
+
+def off_calibration(claim: Claim) -> str:
+    """The reason's note on a stand-in whose reference baseline lands further than the tolerance from the paper's."""
+    cal = claim.calibrated_to
+    assert cal is not None
+    return (
+        f"the stand-in is off its calibration: {cal.method} {cal.ours:.2f} against the paper's {cal.paper:.2f} "
+        f"({cal.residual:+.1f} points, beyond {CALIBRATION_TOLERANCE:g})"
+    )
 
 
 def number(value: float | None, claim: Claim) -> str:
@@ -61,11 +72,12 @@ def bounded(text: str, claim: Claim) -> str:
 
 
 def notes(claim: Claim) -> str:
-    """The claim's proxy difference, protocol, what differs from the paper's, premises and twin, on one line (``-`` if none)."""
+    """The claim's proxy difference, protocol, what differs, calibration, premises and twin, on one line (``-`` if none)."""
     parts = [
         *([f"proxy: {claim.difference}"] if claim.difference else []),
         *([f"protocol: {claim.protocol}"] if claim.protocol else []),
         *([f"differs: {claim.differs}"] if claim.differs else []),
+        *([str(claim.calibrated_to)] if claim.calibrated_to else []),
         *([f"premises: {'; '.join(p.text for p in claim.premises)}"] if claim.premises else []),
         *([f"no-drift twin: {', '.join(f'{k}={v}' for k, v in claim.twin.items())}"] if claim.twin else []),
     ]

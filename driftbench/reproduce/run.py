@@ -25,7 +25,7 @@ from driftbench.methods.aggregators import PREFIX as FLOWER
 from driftbench.methods.aggregators import load_strategy
 from driftbench.record.schema import Summary
 from driftbench.record.summarize import REFERENCE
-from driftbench.reproduce.claims import UNITS, Claim, Context, MethodRun, Premise, metric_spec, reaches
+from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, UNITS, Claim, Context, MethodRun, Premise, metric_spec, reaches
 from driftbench.reproduce.verdict import (
     DIRECTION_ONLY,
     INVALID_PREMISE,
@@ -144,6 +144,13 @@ def plan(claims: Sequence[Claim], seeds: tuple[int, ...], scale: str, execution:
             continue
         for setting, method in claim_needs(claim, scale):
             needs.setdefault(setting, []).append(method)
+    return Plan(planned_jobs(needs, seeds, execution), untestable)
+
+
+def planned_jobs(
+    needs: Mapping[Setting, Sequence[MethodRun]], seeds: tuple[int, ...], execution: Execution
+) -> dict[Setting, list[RunJob]]:
+    """The runner's jobs for each setting's methods (with their overrides) at ``seeds``, FedAvg first."""
     jobs = {
         setting: [
             job
@@ -154,7 +161,7 @@ def plan(claims: Sequence[Claim], seeds: tuple[int, ...], scale: str, execution:
         ]
         for setting, methods in needs.items()
     }
-    return Plan({s: sorted(j, key=lambda job: job.method != REFERENCE) for s, j in jobs.items()}, untestable)
+    return {s: sorted(j, key=lambda job: job.method != REFERENCE) for s, j in jobs.items()}
 
 
 def method_run(job: RunJob) -> MethodRun:
@@ -389,9 +396,13 @@ class Report:
         def counts(verdicts: list[str]) -> str:
             return ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
 
+        calibrated = [r.claim.calibrated_to for r in self.results if r.claim.calibrated_to]
+        off = sum(not c.within for c in calibrated)
         return (
             f"{len(paper)} paper claims: {counts(paper)}. {len(own)} driftbench claims (figures the papers do not "
-            f"report): {counts(own)}. Holm over each paper's claims. Seeds {', '.join(map(str, self.seeds))}, scale "
+            f"report): {counts(own)}. Holm over each paper's claims. {len(calibrated)} claims run on calibrated "
+            f"stand-ins, {off} of them more than {CALIBRATION_TOLERANCE:g} points off. "
+            f"Seeds {', '.join(map(str, self.seeds))}, scale "
             f"{self.scale}; {len(states)} runs ({states.count('ran')} ran, {states.count('skipped')} up to date, "
             f"{states.count('failed')} failed) in {self.seconds / 60:.1f} min wall."
         )
