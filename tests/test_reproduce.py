@@ -434,7 +434,7 @@ def test_a_calibrated_stand_in_shows_its_residual_and_reads_off_beyond_five_poin
 
 
 def test_calibrate_reruns_the_reference_once_per_setting_at_the_recorded_seeds(tmp_path, capsys):
-    cal = 'calibrated_to = { method = "fedavg", paper = 50.0, ours = 12.5, seeds = [3] }\n'
+    cal = 'calibrated_to = { method = "fedavg", paper = 50.0, ours = 12.5, seeds = [3], set = { rounds = 3 } }\n'
     tables = "".join(
         f'[[claims]]\nid = "{i}"\nwhere = "Table 1"\nclaim = "c"\ntrace = "static"\nset = {{ {TINY} }}\n'
         f'methods = ["oracle", "static"]\nmetric = "final_accuracy"\ndirection = "oracle > static"\n'
@@ -449,7 +449,10 @@ def test_calibrate_reruns_the_reference_once_per_setting_at_the_recorded_seeds(t
     with open(tmp_path / "runs/calibration.csv", newline="") as fh:
         (row,) = list(csv.DictReader(fh))
     assert (row["method"], row["seeds"], row["paper"], row["recorded"]) == ("fedavg", "3", "50.00", "12.50")
-    summary = read_summary(next((tmp_path / "runs").glob("static+*/static/fedavg/seed3")) / "summary.json")
+    (run,) = (tmp_path / "runs").glob("static+*/static/fedavg/seed3")  # the claims' setting with the calibration's set
+    assert "rounds=3," in run.parent.parent.parent.name and "rounds=4" not in run.parent.parent.parent.name
+    summary = read_summary(run / "summary.json")
+    assert summary.rounds == 3
     assert row["measured"] == f"{100 * summary.final_accuracy:.2f}"
     assert row["residual"] == f"{100 * summary.final_accuracy - 50:+.2f}"
     claim_file(tmp_path / "claims", tables.replace(cal, ""), "bare")

@@ -67,7 +67,10 @@ def calibrate(
     groups: dict[tuple[Setting, Calibration, tuple[int, ...]], list[str]] = {}
     for claim in claims:
         if claim.calibrated_to:
-            key = (Setting.of(claim, scale), claim.calibrated_to, seeds or claim.calibrated_to.seeds)
+            cal = claim.calibrated_to
+            setting = Setting.of(claim, scale)
+            setting = Setting(setting.trace, tuple(sorted({**dict(setting.sets), **dict(cal.sets)}.items())))
+            key = (setting, cal, seeds or cal.seeds)
             groups.setdefault(key, []).append(claim.key)
     require(bool(groups), f"--calibrate: none of the {len(claims)} claims has calibrated_to (docs/reproduce.md)")
     measured = []

@@ -64,7 +64,7 @@ DIAGNOSIS_KEYS = {"kind": str, "evidence": str, "command": str, "commit": str}
 # why a claim does not reproduce (or did not, until a fix): the paper's algorithm does not do it here (method), ours
 # differed from the paper and was fixed in ``commit`` (implementation), or a named, measured property of the stand-in
 DIAGNOSIS_KINDS = ("method", "implementation", "workload")
-CALIBRATION_KEYS = {"method": str, "paper": object, "ours": object, "seeds": list}
+CALIBRATION_KEYS = {"method": str, "paper": object, "ours": object, "seeds": list, "set": dict}
 CALIBRATION_TOLERANCE = 5.0  # points: a stand-in whose reference baseline lands further from the paper's is flagged
 EVENTS_PREFIX = "events."
 
@@ -294,6 +294,7 @@ class Calibration:
     paper: float
     ours: float
     seeds: tuple[int, ...]  # the calibration's seeds, which the report's should not be
+    sets: tuple[tuple[str, str], ...] = ()  # overrides of the claim's setting, e.g. the no-drift data the paper's table reports
 
     @property
     def residual(self) -> float:
@@ -308,14 +309,15 @@ class Calibration:
     def __str__(self) -> str:
         seeds = ",".join(map(str, self.seeds))
         versus = f"{self.method} {self.ours:.2f} against the paper's {self.paper:.2f}"
-        return f"calibrated: {versus} (seeds {seeds}, residual {self.residual:+.1f} points)"
+        on = f" with {', '.join(f'{k}={v}' for k, v in self.sets)}" if self.sets else ""
+        return f"calibrated: {versus}{on} (seeds {seeds}, residual {self.residual:+.1f} points)"
 
 
 def parse_calibration(table: dict[str, Any], where: str) -> Calibration:
-    """``calibrated_to = { method = "fedavg", paper = 38.30, ours = 37.1, seeds = [10, 11] }``; a bad field is a ConfigError."""
+    """``calibrated_to = { method = "fedavg", paper = 38.30, ours = 37.1, seeds = [10, 11] }`` (optional ``set``); checked."""
     where = f"{where}: calibrated_to"
     check_keys(table, CALIBRATION_KEYS, where)
-    missing = sorted(set(CALIBRATION_KEYS) - set(table))
+    missing = sorted(set(CALIBRATION_KEYS) - {"set"} - set(table))
     require(not missing, f"{where}: missing {missing[0] if missing else ''!r}; it has {', '.join(CALIBRATION_KEYS)}")
     check_types(table, CALIBRATION_KEYS, where)
     for key in ("paper", "ours"):
@@ -325,7 +327,8 @@ def parse_calibration(table: dict[str, Any], where: str) -> Calibration:
         bool(seeds) and all(isinstance(s, int) and s >= 0 for s in seeds),
         f"{where}: seeds: expected the calibration's seeds, e.g. [10, 11, 12], got {seeds!r}",
     )
-    return Calibration(table["method"], float(table["paper"]), float(table["ours"]), tuple(seeds))
+    sets = tuple(sorted(flat_sets(table.get("set", {})).items()))
+    return Calibration(table["method"], float(table["paper"]), float(table["ours"]), tuple(seeds), sets)
 
 
 @dataclass(frozen=True)
