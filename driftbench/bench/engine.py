@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from driftbench.atomic import atomic_write
 from driftbench.bench.workload import Workload
 from driftbench.config import require
-from driftbench.engine.batched import default_chunk_size
+from driftbench.engine.batched import default_chunk_size, operators_on_one_thread, working_copy
 from driftbench.engine.clock import PASSES_PER_TRAINING_SAMPLE
 from driftbench.engine.device_data import resolve_device
 from driftbench.engine.models import MODELS, forward_flops
@@ -84,6 +85,8 @@ def run_engine_bench(bench: EngineBench, profile: Path | None = None) -> dict[st
         peak = matmul_peak_gflops(device, torch.bfloat16 if bench.precision == "bf16" else torch.float32)
     median = statistics.median(batched)
     profiled = {"profile": [str(p) for p in profile_round(workload, profile)]} if profile is not None else {}
+    one_client = device.type == "cpu" and default_chunk_size(workload.model, device) == 1
+    bound = {"kernel_ceiling": kernel_ceiling(workload.model, bench.shape, bench.batch)} if one_client else {}
     return {
         **{k: v for k, v in asdict(bench).items() if k not in ("input_shape", "device")},
         "input_shape": list(bench.shape),
@@ -99,8 +102,69 @@ def run_engine_bench(bench: EngineBench, profile: Path | None = None) -> dict[st
         "matmul_peak_gflops_per_second": peak,
         "peak_fraction": flops / median / 1e9 / peak,
         "torch_version": torch.__version__,
+        **bound,
         **profiled,
     }
+
+
+def kernel_ceiling(model: nn.Module, shape: tuple[int, int, int], batch: int, repeats: int = 5) -> dict[str, Any]:
+    """The fraction of the matmul peak that the Conv2d and Linear layers' own kernels reach in one client's step.
+
+    On the CPU the engine trains one client per thread with single-threaded operators, so each
+    layer runs here as it does there: on a channels-last copy, forward and backward (no input
+    gradient for the first layer) on one client's batch, on one thread, the best of
+    ``repeats`` in that thread's CPU time (which other processes on a busy machine do not
+    inflate), against a one-thread matrix multiply timed the same way. Everything else in a
+    step (activations, pooling, the loss, SGD) is left out, so no engine that runs these
+    kernels gets above this fraction; each layer's entry gives its matrix-product shape
+    (M samples x positions, N outputs, K inputs per output) and GFLOP/s.
+    """
+    local = working_copy(model, torch.device("cpu"), compile=False).model
+    inputs: list[tuple[str, nn.Module, torch.Tensor]] = []
+    hooks = [
+        m.register_forward_hook(lambda m, x, _y, name=name: inputs.append((name, m, x[0].detach())))
+        for name, m in local.named_modules()
+        if isinstance(m, (nn.Conv2d, nn.Linear))
+    ]
+    try:
+        with torch.no_grad():
+            local(torch.rand(batch, *shape).to(memory_format=torch.channels_last))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    layers, total_flops, total_seconds = [], 0.0, 0.0
+    with operators_on_one_thread():
+        peak = matmul_peak_gflops(torch.device("cpu"), torch.float32, clock=time.thread_time)
+        for i, (name, module, x) in enumerate(inputs):
+            x = x.clone().requires_grad_(i > 0)
+            wrt = [*module.parameters(), *([x] if i else [])]
+
+            def step(module: nn.Module = module, x: torch.Tensor = x, wrt: list[torch.Tensor] = wrt) -> None:
+                out = module(x)
+                torch.autograd.grad(out, wrt, torch.ones_like(out))
+
+            step()
+            taken = min(seconds(step, time.thread_time) for _ in range(repeats))
+            m, n, k = gemm = _gemm_shape(module, x)
+            flops = PASSES_PER_TRAINING_SAMPLE * 2.0 * m * n * k
+            total_flops, total_seconds = total_flops + flops, total_seconds + taken
+            layers.append({"layer": name, "gemm_mnk": gemm, "gflops_per_second": flops / taken / 1e9})
+    return {
+        "fraction": total_flops / total_seconds / 1e9 / peak,
+        "single_thread_matmul_peak_gflops_per_second": peak,
+        "layers": layers,
+    }
+
+
+def _gemm_shape(module: nn.Module, x: torch.Tensor) -> list[int]:
+    """The (M, N, K) of a layer's forward pass as one matrix product (a convolution's as im2col would form it)."""
+    if isinstance(module, nn.Linear):
+        return [x.shape[0], module.out_features, module.in_features]
+    assert isinstance(module, nn.Conv2d)
+    with torch.no_grad():
+        positions = module(x[:1]).shape[-2:].numel()
+    k = module.in_channels // module.groups * module.kernel_size[0] * module.kernel_size[1]
+    return [x.shape[0] * positions, module.out_channels, k]
 
 
 def profile_round(workload: Workload, folder: Path, rows: int = 30) -> tuple[Path, Path]:
@@ -123,15 +187,17 @@ def profile_round(workload: Workload, folder: Path, rows: int = 30) -> tuple[Pat
     return text, trace
 
 
-def seconds(fn: Callable[[], object]) -> float:
-    """Wall-clock seconds of one call."""
-    start = time.perf_counter()
+def seconds(fn: Callable[[], object], clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds of one call on ``clock`` (wall-clock by default)."""
+    start = clock()
     fn()
-    return time.perf_counter() - start
+    return clock() - start
 
 
-def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, repeats: int = 5) -> float:
-    """Best GFLOP/s of a square matrix multiply on ``device``: the achievable peak the engine is compared with."""
+def matmul_peak_gflops(
+    device: torch.device, dtype: torch.dtype, repeats: int = 5, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """Best GFLOP/s of a square matrix multiply on ``device`` by ``clock``: the achievable peak the engine is compared with."""
     n = MATMUL_SIZE[device.type]
     a, b = torch.rand(n, n, device=device).to(dtype), torch.rand(n, n, device=device).to(dtype)
     sync: Callable[[], None] = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -139,10 +205,10 @@ def matmul_peak_gflops(device: torch.device, dtype: torch.dtype, repeats: int = 
     sync()
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         a @ b
         sync()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return 2.0 * n**3 / best / 1e9
 
 
@@ -161,6 +227,21 @@ def format_engine_bench(result: dict[str, Any]) -> str:
             f"speedup_vs_sequential  {result['speedup_vs_sequential']:.2f}x (median of per-repeat ratios)",
             f"batched compute  {result['gflops_per_second']:.1f} GFLOP/s = {result['peak_fraction']:.1%} of a "
             f"{result['matmul_peak_gflops_per_second']:.1f} GFLOP/s matrix multiply in this process",
+            *(_ceiling_lines(result["kernel_ceiling"]) if "kernel_ceiling" in result else []),
             *([f"profile of one batched round: {', '.join(result['profile'])}"] if "profile" in result else []),
         ]
     )
+
+
+def _ceiling_lines(ceiling: dict[str, Any]) -> list[str]:
+    """The text lines of ``kernel_ceiling``: the bound, then each layer's product shape and GFLOP/s."""
+    return [
+        f"layer kernels alone, one client per thread: {ceiling['fraction']:.1%} of a "
+        f"{ceiling['single_thread_matmul_peak_gflops_per_second']:.1f} GFLOP/s one-thread matrix multiply "
+        "(the engine's ceiling: small products, N = output channels)",
+        *(
+            f"  {layer['layer']:10s} M={m:<6d} N={n:<4d} K={k:<5d} {layer['gflops_per_second']:6.1f} GFLOP/s"
+            for layer in ceiling["layers"]
+            for m, n, k in [layer["gemm_mnk"]]
+        ),
+    ]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+import queue
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -46,6 +49,27 @@ def default_chunk_size(model: nn.Module, device: torch.device) -> int | None:
     return 1 if has_conv(model) else None
 
 
+@dataclass(frozen=True)
+class WorkingCopy:
+    """A copy of the model that trains one client at a time: its parameters, momentum buffers, classifier and forward."""
+
+    model: nn.Module
+    params: list[torch.Tensor]
+    buffers: list[torch.Tensor]
+    head: nn.Module
+    forward: Callable[..., torch.Tensor]
+
+
+def working_copy(model: nn.Module, device: torch.device, compile: bool) -> WorkingCopy:
+    """A trainable copy of ``model``, channels-last for conv nets on CPU, its forward compiled when asked for."""
+    local = copy.deepcopy(model).requires_grad_(True)
+    if device.type == "cpu" and has_conv(model):
+        local = local.to(memory_format=torch.channels_last)
+    params: list[torch.Tensor] = list(local.parameters())
+    head = local.get_submodule(classifier_name(local))
+    return WorkingCopy(local, params, [torch.zeros_like(p) for p in params], head, _compiled(local) if compile else local)
+
+
 def has_conv(model: nn.Module) -> bool:
     """Whether the model has a 2-d convolution."""
     return any(isinstance(m, nn.Conv2d) for m in model.modules())
@@ -61,9 +85,11 @@ class BatchedTrainer:
 
     Clients are trained ``chunk_size`` at a time (None: all at once). A chunk of one client
     trains a persistent working copy of the model with ordinary autograd (channels-last for
-    conv nets on CPU), so it pays no functorch overhead; larger chunks train views into the
-    stacked parameters, a dense ReLU network outside bf16 and compiling by the written-out
-    backpropagation of ``driftbench.engine.dense``, any other model with ``vmap(grad(...))``.
+    conv nets on CPU), so it pays no functorch overhead; on CPU as many clients as torch has
+    threads train side by side, one per thread on its own copy. Larger chunks train views
+    into the stacked parameters, a dense ReLU network outside bf16 and compiling by the
+    written-out backpropagation of ``driftbench.engine.dense``, any other model with
+    ``vmap(grad(...))``.
     All apply the same SGD update. A ``FeaturePenalty`` adds a term on the classifier layer's
     input to each client's loss; a dense network then trains with ``vmap(grad(...))``.
     ``precision`` is the arithmetic (``driftbench.engine.precision``: fp32, tf32 or bf16
@@ -86,16 +112,10 @@ class BatchedTrainer:
         self.vmapped: Callable[..., tuple[Params, torch.Tensor]] = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0))
         dense = dense_layers(model) is not None and precision != "bf16" and not compile
         self.chunk_step: StepFn = dense_step if dense else gradient_step(self._vmapped_grads)
-        self.local_step = gradient_step(self._local_grads)
-        if chunk_size == 1:  # a working copy of the model, its parameters and momentum buffers, reused for every client
-            local = copy.deepcopy(model).requires_grad_(True)
-            if data.device.type == "cpu" and has_conv(model):
-                local = local.to(memory_format=torch.channels_last)
-            self.local_params: list[torch.Tensor] = list(local.parameters())
-            self.local_model, self.local_head = local, local.get_submodule(classifier_name(local))
-            self.local_buffers = [torch.zeros_like(p) for p in self.local_params]
-            self.forward: Callable[..., torch.Tensor] = _compiled(local) if compile else local
-        elif compile:
+        self.compile = compile
+        self.copies: queue.SimpleQueue[WorkingCopy] = queue.SimpleQueue()  # idle working copies, one per client thread
+        self.made = 0
+        if compile and chunk_size != 1:
             self.vmapped = _compiled(self.vmapped)
 
     def _cross_entropy(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -115,20 +135,18 @@ class BatchedTrainer:
         loss = penalised(self._cross_entropy(logits, y), term, features[0], y, weight, targets)
         return loss, loss.detach()
 
-    def _local_grads(self, live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
-        with autocast(self.precision, self.data.device):
-            logits = self.forward(x[0])
-        loss = self._cross_entropy(logits, y[0])
-        return list(torch.autograd.grad(loss, live)), loss.detach().unsqueeze(0)
-
-    def _local_penalised_grads(self, penalty: FeaturePenalty) -> GradFn:
-        """``_local_grads`` of the working copy (never compiled) with a one-client ``penalty``."""
-        weight, targets = penalty.client(0)
+    def _local_grads(self, local: WorkingCopy, penalty: FeaturePenalty | None) -> GradFn:
+        """Gradients of the working copy's loss on one client's batch, plus that client's ``penalty`` term if any."""
 
         def grads(live: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
-            with head_inputs(self.local_head) as features, autocast(self.precision, self.data.device):
-                logits = self.local_model(x[0])
-            loss = penalised(self._cross_entropy(logits, y[0]), penalty.term, features[0], y[0], weight, targets)
+            if penalty is None:
+                with autocast(self.precision, self.data.device):
+                    loss = self._cross_entropy(local.forward(x[0]), y[0])
+            else:
+                weight, targets = penalty.client(0)
+                with head_inputs(local.head) as features, autocast(self.precision, self.data.device):
+                    logits = local.model(x[0])  # never compiled: the hook must see the classifier's input
+                loss = penalised(self._cross_entropy(logits, y[0]), penalty.term, features[0], y[0], weight, targets)
             return list(torch.autograd.grad(loss, live)), loss.detach().unsqueeze(0)
 
         return grads
@@ -175,17 +193,19 @@ class BatchedTrainer:
         maps = torch.as_tensor(work.label_maps, device=device)
         loss_sum = torch.zeros(k_total, dtype=params[self.names[0]].dtype, device=device)
         path = {n: params[n].new_zeros((k_total, s_total, *params[n].shape[1:])) for n in record}
-        size = self.chunk_size or max(k_total, 1)
         with float32_math(self.precision):
-            for lo in range(0, k_total, size):
-                rows = slice(lo, min(lo + size, k_total))
-                transforms = self.data.transforms(maps[rows], work.rotations[rows])
-                if self.chunk_size == 1:
-                    step = self.local_step if penalty is None else gradient_step(self._local_penalised_grads(penalty.rows(rows)))
-                    self._train_local(
-                        lo, params, start, masks, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum, path, step
-                    )
-                else:
+            if self.chunk_size == 1:
+                self._each_client(
+                    k_total,
+                    lambda local, k: self._train_local(
+                        local, k, params, start, masks, idx, maps, work, cfg, mu, loss_sum, path, penalty
+                    ),
+                )
+            else:
+                size = self.chunk_size or max(k_total, 1)
+                for lo in range(0, k_total, size):
+                    rows = slice(lo, min(lo + size, k_total))
+                    transforms = self.data.transforms(maps[rows], work.rotations[rows])
                     chunk = Chunk(
                         [params[n][rows] for n in self.names],
                         [start[n][rows] for n in self.names],
@@ -197,36 +217,66 @@ class BatchedTrainer:
                     self._steps(chunk, step, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded)
         return TrainOutput(params, loss_sum / torch.as_tensor(np.maximum(work.steps, 1), device=device), path)
 
+    def _each_client(self, clients: int, train: Callable[[WorkingCopy, int], None]) -> None:
+        """``train(copy, k)`` for every client k, on a working copy: one thread, or on CPU one per torch thread.
+
+        On CPU clients train side by side, each on its own thread with single-threaded operators:
+        the small convolutions of a client's step split poorly over threads, and threads that
+        meet at every operator stall whenever the busy machine deschedules one of them.
+        """
+        threads = min(torch.get_num_threads(), clients) if self.data.device.type == "cpu" and not self.compile else 1
+        for _ in range(threads - self.made):
+            self.copies.put(working_copy(self.model, self.data.device, self.compile))
+            self.made += 1
+
+        def on_a_copy(k: int) -> None:
+            local = self.copies.get()
+            try:
+                train(local, k)
+            finally:
+                self.copies.put(local)
+
+        if threads == 1:
+            for k in range(clients):
+                on_a_copy(k)
+            return
+        with operators_on_one_thread(), ThreadPoolExecutor(threads) as pool:
+            list(pool.map(on_a_copy, range(clients)))
+
     def _train_local(
         self,
+        local: WorkingCopy,
         k: int,
         params: Params,
         start: Params,
         masks: Params,
         idx: torch.Tensor,
-        transforms: Transforms,
-        steps: np.ndarray,
+        maps: torch.Tensor,
+        work: LocalWork,
         cfg: TrainConfig,
         mu: float,
         loss_sum: torch.Tensor,
         path: Params,
-        step: StepFn,
+        penalty: FeaturePenalty | None,
     ) -> None:
-        """Train client ``k`` on the working copy with ``step``: load its parameters, run its steps, store them back."""
+        """Train client ``k`` on working copy ``local``: load its parameters, run its steps, store them back."""
+        rows = slice(k, k + 1)
+        step = gradient_step(self._local_grads(local, None if penalty is None else penalty.rows(rows)))
         with torch.no_grad():
-            torch._foreach_copy_(self.local_params, [params[n][k] for n in self.names])
+            torch._foreach_copy_(local.params, [params[n][k] for n in self.names])
             if cfg.momentum:
-                torch._foreach_zero_(self.local_buffers)
+                torch._foreach_zero_(local.buffers)
         chunk = Chunk(
-            self.local_params,
+            local.params,
             [start[n][k] for n in self.names],
-            self.local_buffers if cfg.momentum else [],
+            local.buffers if cfg.momentum else [],
             [masks[n][k] if n in masks else None for n in self.names],
         )
-        recorded = {self.names.index(n): path[n][k : k + 1] for n in path}
-        self._steps(chunk, step, idx, transforms, steps, cfg, mu, loss_sum[k : k + 1], recorded)
+        recorded = {self.names.index(n): path[n][rows] for n in path}
+        transforms = self.data.transforms(maps[rows], work.rotations[rows])
+        self._steps(chunk, step, idx[rows], transforms, work.steps[rows], cfg, mu, loss_sum[rows], recorded)
         with torch.no_grad():
-            torch._foreach_copy_([params[n][k] for n in self.names], self.local_params)
+            torch._foreach_copy_([params[n][k] for n in self.names], local.params)
 
     def _steps(
         self,
@@ -271,6 +321,17 @@ def _restore_rows(tensors: list[torch.Tensor], rows: np.ndarray, kept: list[torc
         index = torch.as_tensor(rows, device=tensors[0].device)
         for t, saved in zip(tensors, kept):
             t.index_copy_(0, index, saved)
+
+
+@contextmanager
+def operators_on_one_thread() -> Iterator[None]:
+    """torch's operators single-threaded within the block (threads started inside it keep that setting)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -29,6 +29,7 @@ def test_bench_engine_json_reports_both_trainers(capsys):
     b_max, q_max = 2 * b["median"] - b["min"], 2 * q["median"] - q["min"]
     assert q["min"] / b_max * (1 - 1e-9) <= result["speedup_vs_sequential"] <= q_max / b["min"] * (1 + 1e-9)
     assert result["peak_fraction"] == pytest.approx(result["gflops_per_second"] / result["matmul_peak_gflops_per_second"])
+    assert "kernel_ceiling" not in result  # the dense MLP trains all clients at once, not one per thread
 
 
 def test_bench_engine_profiles_one_round_into_a_table_and_a_trace(tmp_path, capsys):
@@ -45,6 +46,19 @@ def test_bench_engine_text_for_a_conv_net(capsys):
     out = capsys.readouterr().out
     assert out.startswith("lenet5 on 1x12x12, 3 clients x 2 steps x batch 4, cpu")
     assert "chunk size 1" in out and "speedup_vs_sequential" in out and "GFLOP/s" in out
+    assert "layer kernels alone, one client per thread:" in out
+
+
+def test_bench_engine_bounds_a_conv_net_by_its_layers_kernels(capsys):
+    """One client per thread, each Conv2d and Linear layer's product shape (M, N, K) and GFLOP/s; their FLOPs over their
+    time, against a one-thread matrix multiply, is the ceiling."""
+    assert main(["bench", "engine", "--model", "lenet5", "--input", "1x12x12", *TINY, "--json"]) == 0
+    ceiling = json.loads(capsys.readouterr().out)["kernel_ceiling"]
+    # 12x12 padded by 2 -> 12x12 x 6, pooled 6x6 -> 2x2 x 16, pooled 1x1 -> 16 features; batch 4
+    shapes = [(layer["layer"], layer["gemm_mnk"]) for layer in ceiling["layers"]]
+    assert shapes == [("0.0", [576, 6, 25]), ("0.3", [16, 16, 150]), ("1", [4, 120, 16]), ("3", [4, 84, 120]), ("5", [4, 10, 84])]
+    assert all(layer["gflops_per_second"] > 0 for layer in ceiling["layers"])
+    assert 0 < ceiling["fraction"] and ceiling["single_thread_matmul_peak_gflops_per_second"] > 0
 
 
 @pytest.mark.parametrize(

@@ -141,3 +141,36 @@ def test_feature_penalty_trains_like_the_sequential_loop(model_name, chunk):
     torch.testing.assert_close(batched.loss, sequential.loss, rtol=0, atol=1e-10)
     first = next(iter(start))  # the first layer: the penalty reaches it through the features
     assert not torch.allclose(batched.params[first][0], plain.params[first][0])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_conv_clients_train_side_by_side_on_threads_like_the_sequential_loop(threads):
+    """On CPU a conv net trains one client per torch thread, each on its own working copy with single-threaded
+    operators: 5 clients with ragged steps, rotations and label maps match the plain loop in float64 for 1, 2 and 3
+    threads; as many copies as threads are made, and torch's thread count is back afterwards."""
+    pool = make_pool()
+    model = build_model("lenet5", pool.input_shape, pool.num_classes, seed=3, dtype=torch.float64)
+    data = DevicePool(pool, torch.device("cpu"), torch.float64)
+    cfg = TrainConfig(model="lenet5", lr=0.1, momentum=0.9, weight_decay=1e-3, batch_size=8, local_steps=3)
+    windows = [np.arange(40 * k, 40 * k + 40) for k in range(5)]
+    work = LocalWork(
+        np.arange(5),
+        batch_plan(np.random.default_rng(0), windows, 3, 8),
+        np.array([3, 1, 2, 3, 0]),
+        np.stack([np.roll(np.arange(5), k) for k in range(5)]),
+        np.array([0, 90, 180, 270, 0]),
+    )
+    start = {n: p.detach().unsqueeze(0).repeat(5, *[1] * p.dim()) for n, p in model.named_parameters()}
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        trainer = BatchedTrainer(model, data, default_chunk_size(model, data.device))
+        batched = trainer.train(start, work, cfg, mu=0.01)
+        assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(before)
+    sequential = train_sequential(model, data, start, work, cfg, mu=0.01)
+    assert trainer.made == threads
+    for name in start:
+        assert (batched.params[name] - sequential.params[name]).abs().max().item() <= 1e-10, name
+    torch.testing.assert_close(batched.loss, sequential.loss, rtol=0, atol=1e-10)
