@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from sklearn.cluster import KMeans
 
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult
-from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
+from driftbench.methods.clustering import ClusterCountParams, flat_updates, kmeans_of_few, unit_vectors
 
 
 class Auxo(Method):
@@ -53,8 +52,8 @@ class Auxo(Method):
     def regroup(self, ids: np.ndarray, updates: np.ndarray) -> None:
         """k-means of the unit updates; groups matched to cohorts by overlap; new cohorts copy their source model."""
         k = min(self.params.k, len(ids))
-        model = KMeans(n_clusters=k, n_init=1, random_state=self.ctx.seed)
-        groups = model.fit_predict(unit_vectors(updates))
+        model = kmeans_of_few(unit_vectors(updates), k, self.ctx.seed)
+        groups = model.labels_
         work.charge(work.fitted_kmeans(model, *updates.shape))
         before = self.assignment[ids]
         overlap = np.zeros((k, self.params.k))

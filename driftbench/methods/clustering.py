@@ -128,6 +128,46 @@ def any_cluster_wider_than(points: torch.Tensor, labels: np.ndarray, metric: str
     return False
 
 
+DUPLICATE_SCALE = 1e-9  # row pairs this close (squared, relative to the largest squared norm) are compared entry by entry
+KMEANS_TOL = 1e-4  # scikit-learn's default: Lloyd stops once the centers move less than this x the mean coordinate variance
+
+
+def span_coordinates(points: np.ndarray) -> np.ndarray:
+    """The rows' coordinates (n x n) in an orthonormal basis of their centred span: every distance between rows kept.
+
+    From the eigenvectors of the centred rows' Gram matrix, scaled by the square roots of its
+    eigenvalues (those below zero by rounding taken as zero). Equal rows get equal
+    coordinates, so that their distance stays exactly zero and their ties stay ties.
+    """
+    centred = points - points.mean(0)
+    gram = centred @ centred.T
+    values, vectors = np.linalg.eigh(gram)
+    coordinates: np.ndarray = vectors * np.sqrt(values.clip(min=0))
+    squared = np.diag(gram)[:, None] + np.diag(gram)[None, :] - 2 * gram
+    close = np.triu(squared <= DUPLICATE_SCALE * np.diag(gram).max(), 1)
+    for i, j in zip(*np.nonzero(close)):
+        if np.array_equal(points[i], points[j]):
+            coordinates[j] = coordinates[i]
+    return coordinates
+
+
+def kmeans_of_few(points: np.ndarray, k: int, seed: int, restarts: int = 1) -> KMeans:
+    """scikit-learn's KMeans of n points in D dimensions, fitted on their ``span_coordinates`` when D > n.
+
+    k-means++ seeding draws by the number of points and every step uses only distances to
+    points and to means of points, which the n span coordinates keep: the labels and
+    iterations are those of the fit on all D coordinates (up to float rounding, which
+    ``tests/methods/test_clustering.py`` checks), at n numbers a point. ``tol`` is scaled by
+    n / D so that its threshold, tol x the variance per coordinate, is the same.
+    """
+    n, dim = points.shape
+    if dim <= n:
+        return KMeans(n_clusters=k, n_init=restarts, random_state=seed).fit(points)
+    coordinates = span_coordinates(points)
+    model = KMeans(n_clusters=k, n_init=restarts, random_state=seed, tol=KMEANS_TOL * n / dim)
+    return model.fit(coordinates)
+
+
 SEEDING_SAMPLE = 10_000  # k-means++ seeding beyond this many points runs on a sample of this size
 
 
@@ -248,9 +288,14 @@ def per_cluster_participants(rng: np.random.Generator, assignment: np.ndarray, t
 def flat_updates(trained: Params, bank: Params, start: np.ndarray) -> np.ndarray:
     """Each participant's update (trained minus its start model), flattened to a row (float64 numpy)."""
     index = torch.as_tensor(start, device=next(iter(bank.values())).device)
-    rows = [(trained[n] - bank[n][index]).reshape(len(start), -1) for n in bank]
-    work.charge(sum(r.numel() for r in rows))
-    return torch.cat(rows, dim=1).double().cpu().numpy()
+    flat = torch.empty(len(start), work.model_parameters(bank), dtype=torch.float64)
+    column = 0
+    for name, p in bank.items():
+        size = p[0].numel()
+        flat[:, column : column + size] = (trained[name] - p[index]).reshape(len(start), -1)  # widened as written
+        column += size
+    work.charge(flat.numel())
+    return flat.numpy()
 
 
 def principal_vectors(inputs: torch.Tensor, labels: torch.Tensor, p: int) -> np.ndarray:

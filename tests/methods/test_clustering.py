@@ -1,9 +1,10 @@
-"""Torch distance kernels against scipy, the exact width check, bank remixing and per-cluster sampling."""
+"""Torch distance kernels against scipy, the exact width check, k-means on span coordinates, remixing, sampling, flat updates."""
 
 import numpy as np
 import pytest
 import torch
 from scipy.spatial.distance import cdist, jensenshannon
+from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 
 from driftbench.methods.clustering import (
@@ -11,13 +12,16 @@ from driftbench.methods.clustering import (
     SEEDING_SAMPLE,
     any_cluster_wider_than,
     as_kernel_tensor,
+    flat_updates,
     independent_inits,
     kernel_device,
     kmeans,
+    kmeans_of_few,
     lloyd,
     pairwise_distances,
     per_cluster_participants,
     remix_models,
+    span_coordinates,
     unit_vectors,
 )
 
@@ -105,3 +109,46 @@ def test_unit_vectors_have_unit_norm_and_zero_rows_stay_zero():
     np.testing.assert_array_equal(unit[0], [0.6, 0.8, 0.0])
     np.testing.assert_array_equal(unit[1], np.zeros(3))
     assert unit[2, 0] == -1.0
+
+
+def planted_unit_rows(seed: int, n: int = 20, dim: int = 3000) -> np.ndarray:
+    """n unit rows around 1 to 6 random directions, at one of four spreads (Auxo's participants' unit updates)."""
+    rng = np.random.default_rng(seed)
+    directions = rng.standard_normal((int(rng.integers(1, 7)), dim))
+    spread = (2.0, 1.0, 0.5, 0.2)[seed % 4]
+    return unit_vectors(directions[rng.integers(0, len(directions), n)] + spread * rng.standard_normal((n, dim)))
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_kmeans_of_few_gives_the_labels_and_iterations_of_kmeans_on_all_coordinates(block):
+    for seed in range(block * 25, block * 25 + 25):
+        points = planted_unit_rows(seed)
+        if seed % 5 == 0:
+            points[3] = points[7]  # equal rows: an exact tie in the full space must stay one
+        full = KMeans(n_clusters=4, n_init=1, random_state=seed % 3).fit(points)
+        few = kmeans_of_few(points, 4, seed % 3)
+        np.testing.assert_array_equal(few.labels_, full.labels_, err_msg=f"seed {seed}")
+        assert few.n_iter_ == full.n_iter_, f"seed {seed}"
+
+
+def test_span_coordinates_keep_distances_and_equal_rows_stay_equal():
+    points = planted_unit_rows(1, n=12, dim=500)
+    points[5] = points[2]
+    points[9] = points[2]
+    coordinates = span_coordinates(points)
+    assert coordinates.shape == (12, 12)
+    np.testing.assert_allclose(cdist(coordinates, coordinates), cdist(points, points), atol=1e-12)
+    np.testing.assert_array_equal(coordinates[5], coordinates[2])
+    np.testing.assert_array_equal(coordinates[9], coordinates[2])
+
+
+def test_flat_updates_are_the_float32_differences_widened():
+    gen = torch.Generator().manual_seed(0)
+    bank = {"w": torch.randn(3, 4, 5, generator=gen), "b": torch.randn(3, 4, generator=gen)}
+    trained = {"w": torch.randn(6, 4, 5, generator=gen), "b": torch.randn(6, 4, generator=gen)}
+    start = np.array([2, 0, 0, 1, 2, 1])
+    rows = flat_updates(trained, bank, start)
+    assert rows.dtype == np.float64 and rows.shape == (6, 24)
+    for i, s in enumerate(start):
+        expected = torch.cat([(trained[n][i] - bank[n][s]).reshape(-1) for n in ("w", "b")]).double().numpy()
+        np.testing.assert_array_equal(rows[i], expected)
