@@ -76,7 +76,7 @@ _masked_step = gradient_step(dense_grads)
 
 
 def dense_step(chunk: Chunk, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig, mu: float) -> torch.Tensor:
-    """One local SGD step of the chunk, each weight updated as backpropagation reaches it, the biases together; returns the losses (K,).
+    """A local SGD step of the chunk, each weight updated as backpropagation reaches it, then the biases; the losses (K,).
 
     Masked updates need the whole gradient, so they take ``dense_grads`` and ``sgd_step``.
     """

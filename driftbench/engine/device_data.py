@@ -87,7 +87,7 @@ class DevicePool:
         return x, y
 
     def batches(self, idx: torch.Tensor, transforms: Transforms) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Each local step's batch of ``idx`` (K, S, B) as ``take`` gives it, taken for up to ``GATHER_BYTES`` of steps at once."""
+        """Each local step's batch of ``idx`` (K, S, B) as ``take`` gives it, taken ``GATHER_BYTES`` of steps at a time."""
         step_bytes = idx.shape[0] * idx.shape[2] * self.x[0].numel() * self.dtype.itemsize
         block = max(1, GATHER_BYTES // max(step_bytes, 1))
         for lo in range(0, idx.shape[1], block):
