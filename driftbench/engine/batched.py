@@ -26,6 +26,7 @@ from driftbench.engine.sgd import Chunk, GradFn, StepFn, gradient_step
 from driftbench.train_config import TrainConfig
 
 Params = dict[str, torch.Tensor]
+CACHE_BYTES = 4 << 20  # a CPU chunk's parameters and momentum buffers: within the 2-core machine's L2 and its L3 share
 log = logging.getLogger("driftbench")
 
 
@@ -39,14 +40,18 @@ class TrainOutput:
 
 
 def default_chunk_size(model: nn.Module, device: torch.device) -> int | None:
-    """Clients per fused forward/backward: all on CUDA or for conv-free models, one at a time for conv nets on CPU.
+    """Clients per fused forward/backward: all on CUDA, one at a time for conv nets on CPU, else as many as fit ``CACHE_BYTES``.
 
     On CPU, vmap turns a convolution over stacked weights into a grouped convolution, which
-    is slower than one client at a time; dense layers batch into efficient matmuls.
+    is slower than one client at a time; dense layers batch into efficient matmuls. A chunk
+    runs all its local steps before the next starts, so a chunk whose parameters and momentum
+    buffers stay in the cache does not stream them from memory at every step.
     """
     if device.type == "cuda":
         return None
-    return 1 if has_conv(model) else None
+    if has_conv(model):
+        return 1
+    return max(1, CACHE_BYTES // (2 * sum(p.numel() * p.element_size() for p in model.parameters())))
 
 
 @dataclass(frozen=True)
@@ -202,7 +207,8 @@ class BatchedTrainer:
                     ),
                 )
             else:
-                size = self.chunk_size or max(k_total, 1)
+                chunks = -(-k_total // (self.chunk_size or max(k_total, 1)))
+                size = -(-k_total // max(chunks, 1))  # chunks of equal size, give or take one client
                 for lo in range(0, k_total, size):
                     rows = slice(lo, min(lo + size, k_total))
                     transforms = self.data.transforms(maps[rows], work.rotations[rows])
@@ -291,8 +297,8 @@ class BatchedTrainer:
         recorded: dict[int, torch.Tensor],
     ) -> None:
         """Run a chunk's local steps in place; a client past its own step count keeps its state (ragged work)."""
-        for s in range(int(steps.max(initial=0))):
-            x, y = self.data.take(idx[:, s], transforms)
+        total = int(steps.max(initial=0))
+        for s, (x, y) in enumerate(self.data.batches(idx[:, :total], transforms)):
             idle = np.flatnonzero(steps <= s)  # decided on the host: no device sync per step
             with torch.no_grad():
                 kept = _rows(chunk.live + chunk.buffers, idle)

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from driftbench.engine.sgd import Chunk, gradient_step, sgd_update
+from driftbench.engine.sgd import Chunk, gradient_step, sgd_step, sgd_update
 from driftbench.train_config import TrainConfig
 
 
@@ -57,7 +57,7 @@ def backprop(weights: list[torch.Tensor], inputs: list[torch.Tensor], delta: tor
     layer's weight in place.
     """
     for layer in range(len(weights) - 1, -1, -1):
-        below = torch.bmm(delta, weights[layer]).mul_(inputs[layer] > 0) if layer else delta
+        below = torch.ops.aten.threshold_backward(torch.bmm(delta, weights[layer]), inputs[layer], 0) if layer else delta
         yield layer, delta
         delta = below
 
@@ -76,7 +76,7 @@ _masked_step = gradient_step(dense_grads)
 
 
 def dense_step(chunk: Chunk, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig, mu: float) -> torch.Tensor:
-    """One local SGD step of the chunk, each layer updated as backpropagation reaches it; returns the losses (K,).
+    """A local SGD step of the chunk, each weight updated as backpropagation reaches it, then the biases; the losses (K,).
 
     Masked updates need the whole gradient, so they take ``dense_grads`` and ``sgd_step``.
     """
@@ -84,9 +84,11 @@ def dense_step(chunk: Chunk, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
         return _masked_step(chunk, x, y, cfg, mu)
     with torch.no_grad():
         inputs, delta, loss = forward(chunk.live, x, y)
+        bias_grads: list[torch.Tensor] = []
         for layer, d in backprop(chunk.live[0::2], inputs, delta):
             sgd_update(chunk, 2 * layer, _Product(d, inputs[layer]), cfg, mu)
-            sgd_update(chunk, 2 * layer + 1, _Stored(d.sum(1)), cfg, mu)
+            bias_grads.insert(0, d.sum(1))
+        sgd_step(chunk.subset(slice(1, None, 2)), bias_grads, cfg, mu)
     return loss
 
 
@@ -100,24 +102,3 @@ class _Product:
     def add_to(self, out: torch.Tensor, beta: float, alpha: float) -> None:
         """out <- beta * out + alpha * g."""
         out.baddbmm_(self.delta.transpose(1, 2), self.below, beta=beta, alpha=alpha)
-
-    def plus(self, base: torch.Tensor, beta: float) -> torch.Tensor:
-        """beta * base + g; g alone for beta = 0 (CUDA baddbmm with beta = -0.0 reads its uninitialised output)."""
-        if not beta:
-            return torch.bmm(self.delta.transpose(1, 2), self.below)
-        return torch.baddbmm(base, self.delta.transpose(1, 2), self.below, beta=beta)
-
-
-@dataclass(frozen=True)
-class _Stored:
-    """A gradient already in a tensor (a bias's)."""
-
-    value: torch.Tensor
-
-    def add_to(self, out: torch.Tensor, beta: float, alpha: float) -> None:
-        """out <- beta * out + alpha * g."""
-        out.mul_(beta).add_(self.value, alpha=alpha)
-
-    def plus(self, base: torch.Tensor, beta: float) -> torch.Tensor:
-        """beta * base + g."""
-        return torch.add(self.value, base, alpha=beta)

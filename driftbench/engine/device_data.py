@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,6 +10,8 @@ import torch
 
 from driftbench.data.pool import Pool
 from driftbench.errors import ConfigError
+
+GATHER_BYTES = 16 << 20  # inputs gathered in one pass: all the local steps of a chunk of small samples
 
 
 def resolve_device(name: str) -> torch.device:
@@ -70,18 +73,27 @@ class DevicePool:
         return Transforms(torch.as_tensor(label_maps, device=self.device), tuple(groups))
 
     def take(self, idx: torch.Tensor, transforms: Transforms) -> tuple[torch.Tensor, torch.Tensor]:
-        """Samples ``idx`` (K, B) as (K, B, C, H, W) inputs and (K, B) labels; no host round trip."""
+        """Samples ``idx`` (K, ...) as (K, ..., C, H, W) inputs and (K, ...) labels; no host round trip."""
         flat = idx.reshape(-1)
         x = self.x.index_select(0, flat).view(*idx.shape, *self.x.shape[1:]).to(self.dtype)
         if self.scale != 1.0:
-            x = x * self.scale
-        y = torch.gather(transforms.label_maps, 1, self.y.index_select(0, flat).view(idx.shape))
+            x.mul_(self.scale)
+        y = torch.gather(transforms.label_maps, 1, self.y.index_select(0, flat).view(len(idx), -1)).view(idx.shape)
         for quarter, rows in transforms.rotations:
             if rows is None:
                 x = torch.rot90(x, quarter, dims=(-2, -1))
             else:
                 x[rows] = torch.rot90(x[rows], quarter, dims=(-2, -1))
         return x, y
+
+    def batches(self, idx: torch.Tensor, transforms: Transforms) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Each local step's batch of ``idx`` (K, S, B) as ``take`` gives it, taken ``GATHER_BYTES`` of steps at a time."""
+        step_bytes = idx.shape[0] * idx.shape[2] * self.x[0].numel() * self.dtype.itemsize
+        block = max(1, GATHER_BYTES // max(step_bytes, 1))
+        for lo in range(0, idx.shape[1], block):
+            x, y = self.take(idx[:, lo : lo + block], transforms)
+            for s in range(x.shape[1]):
+                yield x[:, s], y[:, s]
 
     def gather(self, idx: torch.Tensor, label_maps: torch.Tensor, rotations: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """Samples ``idx`` (K, B) as (K, B, C, H, W) inputs and (K, B) labels after each client's transforms."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
@@ -19,9 +19,6 @@ class Gradient(Protocol):
     def add_to(self, out: torch.Tensor, beta: float, alpha: float) -> None:
         """out <- beta * out + alpha * g, in place."""
 
-    def plus(self, base: torch.Tensor, beta: float) -> torch.Tensor:
-        """A new tensor beta * base + g."""
-
 
 @dataclass
 class Chunk:
@@ -31,6 +28,17 @@ class Chunk:
     anchor: list[torch.Tensor]
     buffers: list[torch.Tensor]
     masks: list[torch.Tensor | None]
+    pulls: dict[int, torch.Tensor] = field(default_factory=dict)  # parameter -> -mu * anchor, formed at its first step
+
+    def pull(self, i: int, mu: float) -> torch.Tensor:
+        """FedProx's constant part -mu * anchor of parameter ``i``'s gradient (``mu`` is fixed for a chunk's steps)."""
+        if i not in self.pulls:
+            self.pulls[i] = self.anchor[i] * -mu
+        return self.pulls[i]
+
+    def subset(self, params: slice) -> Chunk:
+        """The chunk's parameters ``params`` (a slice of its lists) as a chunk of their own."""
+        return Chunk(self.live[params], self.anchor[params], self.buffers[params], self.masks[params])
 
     @property
     def masked(self) -> bool:
@@ -77,30 +85,41 @@ def sgd_step(chunk: Chunk, grads: list[torch.Tensor], cfg: TrainConfig, mu: floa
 def sgd_update(chunk: Chunk, i: int, gradient: Gradient, cfg: TrainConfig, mu: float) -> None:
     """``sgd_step`` for unmasked parameter ``i`` alone, in as few passes over it as its settings allow.
 
-    Without momentum the gradient is accumulated straight into the parameter; with momentum it
-    is formed with the FedProx pull (g - mu * anchor) and handed to torch.optim.SGD's fused
-    kernel with weight decay + mu. Applied to each layer as soon as backpropagation has its
-    gradient, it saves the passes that store every gradient and read it back.
+    Without momentum the gradient is accumulated straight into the parameter. With momentum it
+    is accumulated straight into the momentum buffer (buf <- momentum * buf + g); the step then
+    reads the buffer once, with torch.optim.SGD's fused kernel adding weight decay + mu and the
+    FedProx pull -mu * anchor where there are any. Applied to each layer as soon as
+    backpropagation has its gradient, it saves the passes that store every gradient and read it back.
     """
-    p, anchor, decay = chunk.live[i], chunk.anchor[i], cfg.weight_decay + mu
-    if cfg.momentum:
-        _fused_sgd([p], [gradient.plus(anchor, -mu)], [chunk.buffers[i]], cfg, decay)
+    p, decay = chunk.live[i], cfg.weight_decay + mu
+    if not cfg.momentum:
+        gradient.add_to(p, 1.0 - cfg.lr * decay, -cfg.lr)
+        if mu:
+            p.add_(chunk.anchor[i], alpha=cfg.lr * mu)
         return
-    gradient.add_to(p, 1.0 - cfg.lr * decay, -cfg.lr)
-    if mu:
-        p.add_(anchor, alpha=cfg.lr * mu)
+    buf = chunk.buffers[i]
+    gradient.add_to(buf, cfg.momentum, 1.0)
+    if decay:
+        _fused_sgd([p], [chunk.pull(i, mu)], [buf], cfg, decay, momentum=1.0)
+    else:
+        p.add_(buf, alpha=-cfg.lr)
 
 
 def _fused_sgd(
-    params: list[torch.Tensor], grads: list[torch.Tensor], buffers: list[torch.Tensor], cfg: TrainConfig, weight_decay: float
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    buffers: list[torch.Tensor],
+    cfg: TrainConfig,
+    weight_decay: float,
+    momentum: float | None = None,
 ) -> None:
-    """torch.optim.SGD's fused kernel (momentum buffers already initialised) with ``cfg``'s lr and momentum."""
+    """torch.optim.SGD's fused kernel (momentum buffers already initialised) with ``cfg``'s lr and momentum (or ``momentum``)."""
     torch._fused_sgd_(
         params,
         grads,
         buffers,
         weight_decay=weight_decay,
-        momentum=cfg.momentum,
+        momentum=cfg.momentum if momentum is None else momentum,
         lr=cfg.lr,
         dampening=0.0,
         nesterov=False,

@@ -20,7 +20,8 @@ TINY = ["--clients", "3", "--steps", "2", "--batch", "4", "--repeats", "2", "--d
 def test_bench_engine_json_reports_both_trainers(capsys):
     assert main(["bench", "engine", "--model", "mlp", *TINY, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert (result["model"], result["clients"], result["input_shape"], result["chunk_size"]) == ("mlp", 3, [1, 8, 8], None)
+    # chunks of 9 clients: CACHE_BYTES (4 MiB) over the parameters and momentum buffers of one (2 x 221 kB)
+    assert (result["model"], result["clients"], result["input_shape"], result["chunk_size"]) == ("mlp", 3, [1, 8, 8], 9)
     for trainer in ("batched_seconds", "sequential_seconds"):
         assert 0 < result[trainer]["min"] <= result[trainer]["median"]
     assert result["samples_per_second"] == pytest.approx(3 * 2 * 4 / result["batched_seconds"]["median"])

@@ -42,15 +42,16 @@ def run_rounds(trainer_fn, model, data, cfg, mu, rounds=3):
 @pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-10), (torch.float32, 1e-4)])
 @pytest.mark.parametrize("chunk", ["default", None])
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
-def test_batched_matches_sequential(model_name, dtype, tol, chunk, momentum):
+@pytest.mark.parametrize("weight_decay,mu", [(1e-3, 0.01), (0.0, 0.0)])
+def test_batched_matches_sequential(model_name, dtype, tol, chunk, momentum, weight_decay, mu):
     pool = make_pool()
     model = build_model(model_name, pool.input_shape, pool.num_classes, seed=3, dtype=dtype)
     data = DevicePool(pool, torch.device("cpu"), dtype)
-    cfg = TrainConfig(model=model_name, lr=0.1, momentum=momentum, weight_decay=1e-3, batch_size=8, local_steps=3)
+    cfg = TrainConfig(model=model_name, lr=0.1, momentum=momentum, weight_decay=weight_decay, batch_size=8, local_steps=3)
     chunk_size = default_chunk_size(model, data.device) if chunk == "default" else chunk
     trainer = BatchedTrainer(model, data, chunk_size)
-    batched = run_rounds(trainer.train, model, data, cfg, mu=0.01)
-    sequential = run_rounds(lambda s, w, c, m: train_sequential(model, data, s, w, c, m), model, data, cfg, mu=0.01)
+    batched = run_rounds(trainer.train, model, data, cfg, mu=mu)
+    sequential = run_rounds(lambda s, w, c, m: train_sequential(model, data, s, w, c, m), model, data, cfg, mu=mu)
     initial = dict(model.named_parameters())
     for name in batched:
         assert not torch.allclose(batched[name], initial[name])  # training moved the parameters
