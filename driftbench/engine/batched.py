@@ -208,7 +208,7 @@ class BatchedTrainer:
                 )
             else:
                 chunks = -(-k_total // (self.chunk_size or max(k_total, 1)))
-                size = -(-k_total // max(chunks, 1))  # chunks of equal size, give or take one client
+                size = max(1, -(-k_total // max(chunks, 1)))  # chunks of equal size, give or take one client
                 for lo in range(0, k_total, size):
                     rows = slice(lo, min(lo + size, k_total))
                     transforms = self.data.transforms(maps[rows], work.rotations[rows])
