@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 import torch
 
 from driftbench.cli import main
-from driftbench.engine.batched import TrainOutput
+from driftbench.engine.batched import TrainOutput, operators_on_one_thread
 from driftbench.errors import RunError
 from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
 from driftbench.record.files import WALL_CLOCK_FIELDS, as_json
@@ -80,17 +79,6 @@ def assert_same_record(a: Path, b: Path) -> None:
     pd.testing.assert_frame_equal(ra, rb)
     assert (a / "events.csv").read_text() == (b / "events.csv").read_text()
     assert (a / "diagnostics.csv").read_text() == (b / "diagnostics.csv").read_text()
-
-
-@contextmanager
-def one_thread():
-    """Match the subprocesses (OMP_NUM_THREADS=1), whose reductions must split work the same way."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def test_encoding_round_trips_exactly():
@@ -251,7 +239,7 @@ def wait_for_first_checkpoint(proc: subprocess.Popen, folder: Path) -> None:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("uninterrupted")
-    with one_thread():
+    with operators_on_one_thread():
         assert main([*SUBPROCESS_RUN, "--out", str(out)]) == 0
     return out / "label-swap/static/seed0"
 
@@ -275,7 +263,7 @@ def test_killed_run_resumes_to_the_uninterrupted_record(sig, uninterrupted, tmp_
     else:
         assert proc.returncode == -signal.SIGKILL
         command = ["driftbench", *SUBPROCESS_RUN, "--out", str(tmp_path), "--resume"]
-    with one_thread():
+    with operators_on_one_thread():
         assert main(command[1:]) == 0
     assert_same_record(uninterrupted, folder)
     assert not (folder / "checkpoint").exists()
