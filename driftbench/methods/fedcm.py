@@ -33,19 +33,23 @@ from driftbench.methods.clustering import flat_updates, unit_vectors
 
 @dataclass(frozen=True)
 class FedCMParams(ProxParams):
-    """Warm-up length, migration threshold ``tau`` on the update-angle cosine, and the migration switch (false = Fed-CM*).
+    """Warm-up length, migration threshold ``tau``, participations in a row below it before a move, migration switch.
 
     Choice: the paper gives no tau; -0.5 (over 120 degrees) moves only "significant deviations" (4.3); 0 moved clients on noise.
+    ``confirm`` = 1 is section 4.3 as written (an outlier moves at once); 2 waits for a second deviation in a row.
+    ``migrate`` = false is Fed-CM*.
     """
 
     warmup_steps: int = 20
     tau: float = -0.5
+    confirm: int = 1
     migrate: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require(self.warmup_steps >= 1, f"warmup_steps must be >= 1, got {self.warmup_steps}")
         require(-1 <= self.tau <= 1, f"tau must be in [-1, 1] (a cosine), got {self.tau}")
+        require(self.confirm >= 1, f"confirm must be >= 1 (participations in a row), got {self.confirm}")
 
 
 def path_similarity(paths: np.ndarray) -> np.ndarray:
@@ -130,6 +134,7 @@ class FedCM(Method):
         self.personal = (f"{ctx.classifier}.weight", f"{ctx.classifier}.bias")
         self.warmup_rounds = -(-ctx.num_clients // ctx.train.participants)
         self.paths: np.ndarray | None = None
+        self.streaks = np.zeros(ctx.num_clients, dtype=np.int64)  # participations in a row below tau, per client
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
         """Warm-up slice with recorded classifier paths, then uniform participants on their clusters' models."""
@@ -158,11 +163,15 @@ class FedCM(Method):
                 {n: result.params[n] for n in self.personal}, {n: self.models[n] for n in self.personal}, start
             )
             scores = cluster_cosines(updates, start, self.num_models)
-            for cosine in scores[np.arange(len(start)), start]:
+            own = scores[np.arange(len(start)), start]
+            for cosine in own:
                 self.events.measure("fedcm_own_cosine", cosine)
-            target = migrations(scores, start, self.params.tau)
-            self.assignment[result.plan.participants] = target
-            self.events.changes("migrate", result.plan.participants, start, target)
+            participants = result.plan.participants
+            streak = np.where(own < self.params.tau, self.streaks[participants] + 1, 0)
+            target = np.where(streak >= self.params.confirm, migrations(scores, start, self.params.tau), start)
+            self.streaks[participants] = np.where(target == start, streak, 0)
+            self.assignment[participants] = target
+            self.events.changes("migrate", participants, start, target)
             weights = np.where(target == start, weights, 0)
         self.models = self.average(result, weights=weights)
 

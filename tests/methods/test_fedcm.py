@@ -162,11 +162,41 @@ def test_a_participant_pointing_away_from_its_cluster_migrates_and_is_logged():
     assert events(method)[1:] == [("migrate", "4", None)]
 
 
+def outlier_round(method, rnd, away):
+    """A round of all 5 clients on ctx(): clients 0, 2 along +e0 (cluster 0), 1, 3 along +e6 (cluster 1); client 4 along
+    -e6 (cosine -1 with cluster 1, 0 with cluster 0) when ``away``, else with its cluster."""
+    update = torch.zeros(5, 8, dtype=torch.float64)
+    update[[0, 2], 0] = 1.0
+    update[[1, 3], 6] = 1.0
+    update[4, 6] = -1.0 if away else 1.0
+    bank = {n: p[method.assignment] for n, p in method.models.items()}
+    trained = {
+        "head.weight": bank["head.weight"] + update[:, :6].reshape(5, 2, 3),
+        "head.bias": bank["head.bias"] + update[:, 6:],
+    }
+    method.aggregate(rnd, TrainResult(Plan(np.arange(5), method.assignment.copy()), trained, np.ones(5), np.zeros(5)))
+    return method.assignment.tolist()
+
+
+def test_with_confirm_2_an_outlier_moves_only_at_its_second_deviation_in_a_row():
+    method = load_method("fedcm", {"warmup_steps": "3", "confirm": "2"}).create()
+    method.setup(ctx())
+    warm_up(method)
+    assert outlier_round(method, 3, away=True) == [0, 1, 0, 1, 1]  # first deviation: stays
+    assert outlier_round(method, 4, away=False) == [0, 1, 0, 1, 1]  # back in line: the streak restarts
+    assert outlier_round(method, 5, away=True) == [0, 1, 0, 1, 1]
+    assert outlier_round(method, 6, away=True) == [0, 1, 0, 1, 0]  # second in a row: moves
+    assert method.streaks.tolist() == [0, 0, 0, 0, 0]
+    assert [e[:2] for e in events(method)[1:]] == [("migrate", "4")]
+
+
 def test_bad_parameters_name_the_field():
     with pytest.raises(ConfigError, match="tau"):
         load_method("fedcm", {"tau": "1.5"})
     with pytest.raises(ConfigError, match="warmup_steps"):
         load_method("fedcm", {"warmup_steps": "0"})
+    with pytest.raises(ConfigError, match="confirm"):
+        load_method("fedcm", {"confirm": "0"})
 
 
 @pytest.mark.parametrize("migrate", ["true", "false"])
