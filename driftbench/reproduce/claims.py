@@ -163,6 +163,7 @@ METRICS: dict[str, Metric] = {
     "n_clusters_final": Metric(lambda s, _: s.n_clusters_final, "no cluster count"),
     "mean_client_distance_final": Metric(lambda s, _: s.mean_client_distance_final, "no clustering", "{:.3f}"),
     "cluster_seconds": Metric(lambda s, _: s.overhead.cluster_seconds, "no server time"),
+    "client_query_seconds": Metric(lambda s, _: s.overhead.client_query_seconds, "no client time"),
     "clustering_seconds": Metric(lambda s, _: s.overhead.cluster_seconds + s.overhead.client_query_seconds, "no server time"),
     "scorecard.in_segment_accuracy": Metric(lambda s, _: s.scorecard.in_segment_accuracy, "no segment completed", "{:.3f}"),
     "scorecard.next_segment_accuracy": Metric(
