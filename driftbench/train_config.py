@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from driftbench.config import lookup, require
+from driftbench.config import RECORDED_WHEN_SET, lookup, require
 
 DTYPES = ("float32", "float64")
 MODELS = ("mlp", "lenet5", "resnet18", "shufflenet_v2")  # the engine's models (driftbench.engine.models builds them)
+WIDENABLE = ("mlp", "lenet5")  # the models whose hidden units and channels ``width`` scales
 PRECISIONS = ("fp32", "tf32", "bf16")  # arithmetic precisions (driftbench.engine.precision applies them)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How clients train: model, SGD settings, local work per round, participants and evaluation cadence."""
+    """How clients train: model and its width, SGD settings, local work per round, participants and evaluation cadence.
+
+    ``width`` scales the hidden units of ``mlp`` and the channels and hidden units of ``lenet5`` (1: their usual sizes).
+    """
 
     model: str = "mlp"
+    width: float = field(default=1.0, metadata={RECORDED_WHEN_SET: True})
     lr: float = 0.05
     momentum: float = 0.0
     weight_decay: float = 0.0
@@ -28,6 +33,11 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         lookup(dict.fromkeys(MODELS), self.model, "model")
+        require(self.width > 0, f"width must be > 0, got {self.width}")
+        require(
+            self.width == 1 or self.model in WIDENABLE,
+            f"width scales {' and '.join(WIDENABLE)} only; model {self.model!r} needs width 1, got {self.width}",
+        )
         require(self.lr > 0, f"lr must be > 0, got {self.lr}")
         require(0 <= self.momentum < 1, f"momentum must be in [0, 1), got {self.momentum}")
         require(self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}")

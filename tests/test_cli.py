@@ -55,6 +55,7 @@ def test_run_writes_the_record_and_prints_the_table(tmp_path, capsys):
         assert len(rounds) == 16 and rounds["round"].tolist() == list(range(16))
         assert config["trace"]["hash"] == summary["trace_hash"] and config["method"]["name"] == method
         assert config["train"]["participants"] == 6 and config["seed"] == 0
+        assert "width" not in config["train"]  # added after runs were recorded: only when set (their hashes stay)
         assert [r["round"] for r in summary["recovery"]] == [5, 10, 15]
         assert summary["status"] == "ok" and method in out
         for key in (

@@ -11,32 +11,44 @@ from torch import nn
 from driftbench.config import lookup
 
 
-def mlp(input_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
-    """Two hidden layers of 200 units with ReLU (the MLP of FedAvg's MNIST experiments)."""
+def scaled(units: int, width: float) -> int:
+    """``units`` times ``width``, rounded, at least 1."""
+    return max(1, round(units * width))
+
+
+def mlp(input_shape: tuple[int, int, int], num_classes: int, width: float = 1.0) -> nn.Module:
+    """Two hidden layers of 200 x ``width`` units with ReLU (at width 1, the MLP of FedAvg's MNIST experiments)."""
     c, h, w = input_shape
+    hidden = scaled(200, width)
     return nn.Sequential(
-        nn.Flatten(), nn.Linear(c * h * w, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(), nn.Linear(200, num_classes)
+        nn.Flatten(),
+        nn.Linear(c * h * w, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, num_classes),
     )
 
 
-def lenet5(input_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
-    """LeNet-5 (conv6-pool-conv16-pool-fc120-fc84); convolutions are padded when inputs are below 32x32."""
+def lenet5(input_shape: tuple[int, int, int], num_classes: int, width: float = 1.0) -> nn.Module:
+    """LeNet-5 (conv6-pool-conv16-pool-fc120-fc84, each times ``width``); convolutions are padded below 32x32 inputs."""
     c, h, _ = input_shape
+    c1, c2, f1, f2 = (scaled(units, width) for units in (6, 16, 120, 84))
     pad1 = 0 if h >= 32 else 2
     after1 = (h + 2 * pad1 - 4) // 2
     pad2 = 0 if after1 >= 6 else 2
     features = nn.Sequential(
-        nn.Conv2d(c, 6, 5, padding=pad1),
+        nn.Conv2d(c, c1, 5, padding=pad1),
         nn.ReLU(),
         nn.MaxPool2d(2),
-        nn.Conv2d(6, 16, 5, padding=pad2),
+        nn.Conv2d(c1, c2, 5, padding=pad2),
         nn.ReLU(),
         nn.MaxPool2d(2),
         nn.Flatten(),
     )
     with torch.no_grad():
         flat = features(torch.zeros(1, *input_shape)).shape[1]
-    return nn.Sequential(features, nn.Linear(flat, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, num_classes))
+    return nn.Sequential(features, nn.Linear(flat, f1), nn.ReLU(), nn.Linear(f1, f2), nn.ReLU(), nn.Linear(f2, num_classes))
 
 
 def group_norm(channels: int) -> nn.GroupNorm:
@@ -95,12 +107,14 @@ MODELS: dict[str, Callable[[tuple[int, int, int], int], nn.Module]] = {
 }
 
 
-def build_model(name: str, input_shape: tuple[int, int, int], num_classes: int, seed: int, dtype: torch.dtype) -> nn.Module:
-    """Instantiate model ``name`` with parameters initialised from ``seed``."""
-    factory: Callable[[tuple[int, int, int], int], nn.Module] = lookup(MODELS, name, "model")
+def build_model(
+    name: str, input_shape: tuple[int, int, int], num_classes: int, seed: int, dtype: torch.dtype, width: float = 1.0
+) -> nn.Module:
+    """Instantiate model ``name`` (``width`` times its usual hidden sizes: mlp and lenet5) initialised from ``seed``."""
+    factory: Callable[..., nn.Module] = lookup(MODELS, name, "model")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = factory(input_shape, num_classes)
+        model = factory(input_shape, num_classes, width) if width != 1 else factory(input_shape, num_classes)
     return model.to(dtype)
 
 

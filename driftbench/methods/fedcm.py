@@ -10,14 +10,14 @@ round, a participant whose classifier update points away from its cluster's upda
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 import torch
 from sklearn.metrics.pairwise import cosine_similarity
 
-from driftbench.config import require
+from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.methods import server_work as work
 from driftbench.methods.base import (
     ClientQueries,
@@ -42,7 +42,7 @@ class FedCMParams(ProxParams):
 
     warmup_steps: int = 20
     tau: float = -0.5
-    confirm: int = 1
+    confirm: int = field(default=1, metadata={RECORDED_WHEN_SET: True})
     migrate: bool = True
 
     def __post_init__(self) -> None:

@@ -99,9 +99,9 @@ class Scheduler:
         self.spec, self.trace, self.train = spec, spec.trace, spec.train
         self.device = resolve_device(spec.device)
         dtype = getattr(torch, self.train.dtype)
-        self.model = build_model(self.train.model, spec.pool.input_shape, self.trace.num_classes, spec.seed, dtype).to(
-            self.device
-        )
+        self.model = build_model(
+            self.train.model, spec.pool.input_shape, self.trace.num_classes, spec.seed, dtype, self.train.width
+        ).to(self.device)
         self.data = DevicePool(spec.pool, self.device, dtype)
         self.trainer = BatchedTrainer(self.model, self.data, default_chunk_size(self.model, self.device), self.train.precision)
         init = {n: p.detach().clone() for n, p in self.model.named_parameters()}

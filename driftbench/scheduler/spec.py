@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 import driftbench
-from driftbench.config import as_plain, require
+from driftbench.config import recorded_params, require
 from driftbench.data.pool import Pool
 from driftbench.methods.catalog import MethodSpec
 from driftbench.record.schema import Target
@@ -75,7 +75,7 @@ def run_config(spec: RunSpec, device: torch.device, trace_hash: str) -> dict[str
             "event_rounds": spec.trace.event_round.tolist(),
         },
         "method": spec.method.as_config(),
-        "train": as_plain(spec.train),
+        "train": recorded_params(spec.train),
         "seed": spec.seed,
         "data_seed": spec.data_seed,
         "rounds": spec.trace.rounds,

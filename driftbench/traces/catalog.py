@@ -64,7 +64,7 @@ class TraceSpec:
 
     def defaults(self) -> dict[str, Any]:
         """Run defaults stored (unhashed) in a trace file made from this spec."""
-        return {"train": as_plain(self.train), "methods": list(self.methods)}
+        return {"train": recorded_params(self.train), "methods": list(self.methods)}
 
 
 def catalog() -> dict[str, Path]:

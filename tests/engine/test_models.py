@@ -11,6 +11,7 @@ from driftbench.engine.batched import BatchedTrainer
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
 from driftbench.engine.models import MODELS, build_model, forward_flops
 from driftbench.engine.reference import train_sequential
+from driftbench.errors import ConfigError
 from driftbench.train_config import TrainConfig
 
 # torchvision's documented ImageNet figures: multiply-adds (its "GFLOPS" column) and parameter counts.
@@ -63,3 +64,27 @@ def test_batched_matches_sequential(name):
 
 def test_the_training_settings_name_the_models_the_engine_builds():
     assert tuple(MODELS) == train_config.MODELS
+
+
+def parameter_count(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_width_scales_the_mlps_hidden_units_and_lenets_channels_and_leaves_width_1_as_it_was():
+    narrow, usual, wide = (build_model("mlp", (1, 28, 28), 10, 0, torch.float32, w) for w in (0.25, 1.0, 4.0))
+    assert [m[1].out_features for m in (narrow, usual, wide)] == [50, 200, 800]
+    assert parameter_count(usual) == 784 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10
+    default = build_model("mlp", (1, 28, 28), 10, 0, torch.float32)
+    assert all(torch.equal(a, b) for a, b in zip(default.parameters(), usual.parameters()))
+    lenet = build_model("lenet5", (1, 28, 28), 10, 0, torch.float32, 2.0)
+    convs = [m for m in lenet.modules() if isinstance(m, nn.Conv2d)]
+    linears = [m for m in lenet.modules() if isinstance(m, nn.Linear)]
+    assert [c.out_channels for c in convs] == [12, 32] and [f.out_features for f in linears] == [240, 168, 10]
+
+
+def test_width_applies_to_the_mlp_and_lenet5_only():
+    assert TrainConfig(model="lenet5", width=0.5).width == 0.5
+    with pytest.raises(ConfigError, match="width scales mlp and lenet5 only"):
+        TrainConfig(model="resnet18", width=2.0)
+    with pytest.raises(ConfigError, match="width must be > 0"):
+        TrainConfig(width=0)

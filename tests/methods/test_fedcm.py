@@ -190,6 +190,13 @@ def test_with_confirm_2_an_outlier_moves_only_at_its_second_deviation_in_a_row()
     assert [e[:2] for e in events(method)[1:]] == [("migrate", "4")]
 
 
+def test_confirm_enters_the_recorded_config_only_when_set():
+    """``confirm`` came after Fed-CM runs were recorded: at its default their config hashes stay."""
+    recorded = load_method("fedcm").as_config()["params"]
+    assert "confirm" not in recorded
+    assert load_method("fedcm", {"confirm": "2"}).as_config()["params"] == {**recorded, "confirm": 2}
+
+
 def test_bad_parameters_name_the_field():
     with pytest.raises(ConfigError, match="tau"):
         load_method("fedcm", {"tau": "1.5"})
