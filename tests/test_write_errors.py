@@ -13,11 +13,12 @@ import pytest
 from driftbench import atomic
 from driftbench.atomic import atomic_write
 from driftbench.cli import main
+from driftbench.engine.batched import operators_on_one_thread
 from driftbench.errors import WriteError
 from driftbench.record.schema import run_state
 from driftbench.runner import Execution, Request, execute, plan_jobs
 from driftbench.scheduler import checkpoint
-from tests.test_resume import assert_same_record, one_thread
+from tests.test_resume import assert_same_record
 
 SETS = {"clients": "6", "rounds": "6", "drift_every": "3", "train.participants": "3", "train.local_steps": "2"}
 RUN = ["run", "--trace", "label-swap", "--method", "fedavg", "--device", "cpu", "--quiet", "--checkpoint-every", "2"]
@@ -62,7 +63,7 @@ def fail_writes(monkeypatch, name: str, code: int, after: int = 0) -> None:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("uninterrupted")
-    with one_thread():
+    with operators_on_one_thread():
         assert main([*RUN, "--out", str(out)]) == 0
     return out / FOLDER
 
@@ -72,7 +73,7 @@ def test_a_full_disk_at_a_checkpoint_gives_one_line_and_resume_gives_the_identic
 ):
     folder = tmp_path / FOLDER
     fail_writes(monkeypatch, "state.pt", errno.ENOSPC, after=1)  # the round-2 checkpoint is written, round 4's is not
-    with one_thread():
+    with operators_on_one_thread():
         assert main([*RUN, "--out", str(tmp_path)]) == 2
     out, err = capsys.readouterr()
     head, tail = err.split("; it needs at least ")
@@ -87,7 +88,7 @@ def test_a_full_disk_at_a_checkpoint_gives_one_line_and_resume_gives_the_identic
     assert run_state(folder) == "incomplete" and not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob("run.lock"))
     assert checkpoint.load(folder / "checkpoint", "cpu")["next_round"] == 2
     monkeypatch.undo()  # space freed
-    with one_thread():
+    with operators_on_one_thread():
         assert main([*RUN, "--out", str(tmp_path), "--resume"]) == 0
     assert_same_record(uninterrupted, folder)
 
@@ -103,7 +104,7 @@ def test_a_full_disk_at_a_checkpoint_gives_one_line_and_resume_gives_the_identic
 def test_a_refused_record_write_gives_one_line_and_keeps_the_checkpoint(name, code, reason, where, tmp_path, monkeypatch, capsys):
     folder = tmp_path / FOLDER
     fail_writes(monkeypatch, name, code)
-    with one_thread():
+    with operators_on_one_thread():
         assert main([*RUN, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot write {folder / name} (writing a temporary copy beside it): {reason}; ")
