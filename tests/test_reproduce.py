@@ -409,6 +409,25 @@ def test_a_diagnosis_is_shown_where_a_claim_does_not_reproduce_and_checked_when_
     assert shown == "implementation (fixed in abc1234): the bug: 0.5 before Command: driftbench run"
 
 
+def test_claims_may_share_a_diagnosis_their_file_names_once(tmp_path):
+    shared = (
+        '[diagnoses.collapse]\nkind = "method"\ncommand = "driftbench run --trace static"\n'
+        'evidence = "falls from 0.9 to 0.3 at round 20"\n'
+    )
+    claim = '[[claims]]\nid = "{id}"\nwhere = "T"\nclaim = "c"\ntrace = "static"\nmethods = ["a", "b"]\n'
+    claim += 'metric = "final_accuracy"\ndirection = "a > b"\npaper_figure = "1 vs 2"\n' + KIND + "{diagnosis}"
+    two = claim.format(id="x", diagnosis='diagnosis = "collapse"\n') + claim.format(id="y", diagnosis='diagnosis = "collapse"\n')
+    x, y = read_claim_file(claim_file(tmp_path, two + shared))
+    assert x.diagnosis == y.diagnosis and x.diagnosis.evidence == "falls from 0.9 to 0.3 at round 20"
+    unknown = claim.format(id="x", diagnosis='diagnosis = "colapse"\n') + claim.format(
+        id="y", diagnosis='diagnosis = "collapse"\n'
+    )
+    with pytest.raises(ConfigError, match="claims\\[0\\] \\(x\\): diagnosis 'colapse': the file's \\[diagnoses\\] are collapse"):
+        read_claim_file(claim_file(tmp_path, unknown + shared))
+    with pytest.raises(ConfigError, match="diagnoses.collapse: no claim names it"):
+        read_claim_file(claim_file(tmp_path, claim.format(id="x", diagnosis="") + shared))
+
+
 @pytest.mark.parametrize(
     ("ours", "off"),
     [(41.0, False), (33.4, False), (44.0, True), (30.0, True)],  # paper 38.30: residual +2.7, -4.9, +5.7, -8.3 points

@@ -23,7 +23,7 @@ from driftbench.reproduce.verdict import BOUNDS
 from driftbench.runner import flat_sets
 
 CLAIMS_DIR = catalog_dir("claims")
-FILE_KEYS = {"paper": str, "reference": str, "claims": list}  # key -> TOML type
+FILE_KEYS = {"paper": str, "reference": str, "diagnoses": dict, "claims": list}  # key -> TOML type
 CLAIM_KEYS = {
     "id": str,
     "where": str,
@@ -45,7 +45,7 @@ CLAIM_KEYS = {
     "protocol": str,
     "workload": str,
     "differs": str,
-    "diagnosis": dict,
+    "diagnosis": object,  # a table, or the name of one of the file's [diagnoses]
     "bound": str,
     "calibrated_to": dict,
 }  # paper_value (a number or a table) is checked on its own
@@ -270,6 +270,7 @@ class Diagnosis:
 def parse_diagnosis(table: dict[str, Any], where: str) -> Diagnosis:
     """A claim's ``[claims.diagnosis]`` table; a bad kind, no command or evidence without a number is a ConfigError."""
     where = f"{where}: diagnosis"
+    require(isinstance(table, dict), f"{where}: expected a table with {', '.join(DIAGNOSIS_KEYS)}")
     check_keys(table, DIAGNOSIS_KEYS, where)
     check_types(table, DIAGNOSIS_KEYS, where)
     require(table.get("kind") in DIAGNOSIS_KINDS, f"{where}: kind {table.get('kind')!r}: allowed: {', '.join(DIAGNOSIS_KINDS)}")
@@ -484,14 +485,29 @@ def read_claim_file(path: Path) -> list[Claim]:
         f"{path}: claims: expected one or more [[claims]] tables",
     )
     assert isinstance(tables, list)  # require()d above
-    claims = [parse_claim(table, path, raw["paper"], i) for i, table in enumerate(tables)]
+    shared = {name: parse_diagnosis(table, f"{path}: diagnoses.{name}") for name, table in raw.get("diagnoses", {}).items()}
+    claims = [parse_claim(table, path, raw["paper"], i, shared) for i, table in enumerate(tables)]
     ids = [c.id for c in claims]
     duplicate = next((i for i in ids if ids.count(i) > 1), None)
     require(duplicate is None, f"{path}: claims: id {duplicate!r} is used more than once")
+    named = {t["diagnosis"] for t in tables if isinstance(t.get("diagnosis"), str)}
+    unused = sorted(set(shared) - named)
+    require(not unused, f"{path}: diagnoses.{unused[0] if unused else ''}: no claim names it")
     return claims
 
 
-def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Claim:
+def claim_diagnosis(value: Any, shared: Mapping[str, Diagnosis], where: str) -> Diagnosis:
+    """A claim's ``diagnosis``: its own table, or the name of a diagnosis its file's ``[diagnoses]`` shares between claims."""
+    if isinstance(value, str):
+        require(value in shared, f"{where}: diagnosis {value!r}: the file's [diagnoses] are {', '.join(shared) or 'none'}")
+        return shared[value]
+    require(isinstance(value, dict), f"{where}: diagnosis must be a table or the name of one of the file's [diagnoses]")
+    return parse_diagnosis(value, where)
+
+
+def parse_claim(
+    table: dict[str, Any], path: Path, title: str, index: int, shared: Mapping[str, Diagnosis] | None = None
+) -> Claim:
     """One ``[[claims]]`` table."""
     where = f"{path}: claims[{index}]" + (f" ({table['id']})" if isinstance(table.get("id"), str) else "")
     check_keys(table, {**CLAIM_KEYS, VALUE_KEY: object}, where)
@@ -548,7 +564,7 @@ def parse_claim(table: dict[str, Any], path: Path, title: str, index: int) -> Cl
         workload=one_line(table, "workload", where),
         differs=one_line(table, "differs", where),
         target=target,
-        diagnosis=parse_diagnosis(table["diagnosis"], where) if "diagnosis" in table else None,
+        diagnosis=claim_diagnosis(table["diagnosis"], shared or {}, where) if "diagnosis" in table else None,
         bound=bound,
         calibrated_to=parse_calibration(table["calibrated_to"], where) if "calibrated_to" in table else None,
     )
