@@ -20,6 +20,7 @@ from driftbench.record.schema import (
     Scorecard,
     Streaming,
     Summary,
+    read_rounds,
     read_summary,
     write_rounds,
 )
@@ -447,6 +448,7 @@ def test_a_calibrated_stand_in_shows_its_residual_and_reads_off_beyond_five_poin
         'method = "fedavg", paper = "38.3", ours = 40, seeds = [1]': "calibrated_to: paper: expected the accuracy in points",
         'method = "fedavg", paper = 38.3, ours = 40, seeds = []': "calibrated_to: seeds: expected the calibration's seeds",
         'method = "fedavg", paper = 38.3, ours = 40, seeds = [1], k = 5': "calibrated_to: unknown key 'k'",
+        'method = "fedavg", paper = 38.3, ours = 40, seeds = [1], metric = "mean"': "calibrated_to: metric 'mean': allowed:",
     }.items():
         with pytest.raises(ConfigError, match=message):
             one_claim(tmp_path, '["a", "b"]', "a > b", extra=f"calibrated_to = {{ {fields} }}\n")
@@ -467,13 +469,26 @@ def test_calibrate_reruns_the_reference_once_per_setting_at_the_recorded_seeds(t
     assert "1 calibrations: " in out and "tiny/one tiny/two" in out
     with open(tmp_path / "runs/calibration.csv", newline="") as fh:
         (row,) = list(csv.DictReader(fh))
-    assert (row["method"], row["seeds"], row["paper"], row["recorded"]) == ("fedavg", "3", "50.00", "12.50")
+    assert (row["method"], row["metric"], row["seeds"], row["paper"], row["recorded"]) == (
+        "fedavg",
+        "final_accuracy",
+        "3",
+        "50.00",
+        "12.50",
+    )
     (run,) = (tmp_path / "runs").glob("static+*/static/fedavg/seed3")  # the claims' setting with the calibration's set
     assert "rounds=3," in run.parent.parent.parent.name and "rounds=4" not in run.parent.parent.parent.name
     summary = read_summary(run / "summary.json")
     assert summary.rounds == 3
     assert row["measured"] == f"{100 * summary.final_accuracy:.2f}"
     assert row["residual"] == f"{100 * summary.final_accuracy - 50:+.2f}"
+    peak = cal.replace("seeds = [3]", 'seeds = [3], metric = "peak_accuracy"')
+    claim_file(tmp_path / "claims", tables.replace(cal, peak), "peak")
+    assert main(["reproduce", "peak", *args[2:], "--quiet", "--out", str(tmp_path / "runs")]) == 0  # the same run, read again
+    with open(tmp_path / "runs/calibration.csv", newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    best = read_rounds(run / "rounds.csv")["accuracy_mean"].max()
+    assert (row["metric"], row["measured"]) == ("peak_accuracy", f"{100 * best:.2f}")
     claim_file(tmp_path / "claims", tables.replace(cal, ""), "bare")
     assert main(["reproduce", "bare", *args[2:], "--out", str(tmp_path / "x")]) == 2
     assert "--calibrate: none of the 2 claims has calibrated_to" in capsys.readouterr().err

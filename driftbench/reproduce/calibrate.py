@@ -1,9 +1,9 @@
 """``driftbench reproduce --calibrate``: the reference baseline of each calibrated stand-in, run at its calibration seeds.
 
 A claim on a stand-in for data that is not here (CIFAR-10, FIELDING's traces) records in ``calibrated_to`` how close
-a reference baseline lands to the paper's figure for that table: its final accuracy in points, at seeds the report
-does not use. This re-runs that baseline on the claim's setting (once per setting, method and seeds, however many
-claims share it) and sets the measured accuracy beside the recorded one.
+a reference baseline lands to the paper's figure for that table: its final accuracy in points (or its peak, where the
+table prints that), at seeds the report does not use. This re-runs that baseline on the claim's setting (once per
+setting, method and seeds, however many claims share it) and sets the measured accuracy beside the recorded one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import numpy as np
 
 from driftbench.atomic import atomic_write
 from driftbench.config import require
-from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, Calibration, Claim, MethodRun
+from driftbench.record.schema import Summary
+from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, Calibration, Claim, Context, MethodRun, metric_spec
 from driftbench.reproduce.run import Plan, Setting, execute_plan, planned_jobs
 from driftbench.runner import Execution, PoolOptions
 
@@ -33,10 +34,10 @@ class Measured:
     calibration: Calibration
     claims: tuple[str, ...]
     seeds: tuple[int, ...]
-    accuracy: tuple[float, ...] | str  # final accuracy per seed in points, or why a run has none
+    accuracy: tuple[float, ...] | str  # the calibration's accuracy per seed in points, or why a run has none
 
     def mean(self) -> float | None:
-        """The measured final accuracy's mean over the seeds, in points; None if a run failed."""
+        """The measured accuracy's mean over the seeds, in points; None if a run failed."""
         return None if isinstance(self.accuracy, str) else float(np.mean(self.accuracy))
 
     def row(self) -> dict[str, str]:
@@ -52,6 +53,7 @@ class Measured:
             "claims": " ".join(self.claims),
             "setting": f"{self.setting.trace} ({sets})",
             "method": cal.method,
+            "metric": cal.metric,
             "seeds": ",".join(map(str, self.seeds)),
             "paper": f"{cal.paper:.2f}",
             "recorded": f"{cal.ours:.2f}",
@@ -63,7 +65,7 @@ class Measured:
 def calibrate(
     claims: Sequence[Claim], seeds: tuple[int, ...] | None, scale: str, pool: PoolOptions, execution: Execution
 ) -> list[Measured]:
-    """Run each calibrated setting's reference at ``seeds`` (default: the recorded ones); their final accuracies."""
+    """Run each calibrated setting's reference at ``seeds`` (default: the recorded ones); their final or peak accuracies."""
     groups: dict[tuple[Setting, Calibration, tuple[int, ...]], list[str]] = {}
     for claim in claims:
         if claim.calibrated_to:
@@ -82,10 +84,18 @@ def calibrate(
         accuracy: tuple[float, ...] | str = (
             f"run {failed.label} did not finish ok"
             if failed
-            else tuple(ACCURACY_POINTS * o.summary.final_accuracy for o in summaries if o.summary)
+            else tuple(ACCURACY_POINTS * accuracy_of(o.summary, cal.metric) for o in summaries if o.summary)
         )
         measured.append(Measured(setting, cal, tuple(keys), at, accuracy))
     return measured
+
+
+def accuracy_of(summary: Summary, metric: str) -> float:
+    """A run's final or peak accuracy (a calibration's ``metric``), as a fraction."""
+    value = metric_spec(metric).read(summary, Context())
+    require(value is not None, f"--calibrate: run {summary.run_dir} has no {metric}")
+    assert value is not None  # require()d above
+    return value
 
 
 def headline(measured: Sequence[Measured]) -> str:

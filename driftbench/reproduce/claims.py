@@ -64,7 +64,8 @@ DIAGNOSIS_KEYS = {"kind": str, "evidence": str, "command": str, "commit": str}
 # why a claim does not reproduce (or did not, until a fix): the paper's algorithm does not do it here (method), ours
 # differed from the paper and was fixed in ``commit`` (implementation), or a named, measured property of the stand-in
 DIAGNOSIS_KINDS = ("method", "implementation", "workload")
-CALIBRATION_KEYS = {"method": str, "paper": object, "ours": object, "seeds": list, "set": dict}
+CALIBRATION_KEYS = {"method": str, "paper": object, "ours": object, "seeds": list, "set": dict, "metric": str}
+CALIBRATION_METRICS = ("final_accuracy", "peak_accuracy")  # the accuracy a paper's table prints
 CALIBRATION_TOLERANCE = 5.0  # points: a stand-in whose reference baseline lands further from the paper's is flagged
 EVENTS_PREFIX = "events."
 
@@ -290,13 +291,14 @@ def parse_diagnosis(table: dict[str, Any], where: str) -> Diagnosis:
 
 @dataclass(frozen=True)
 class Calibration:
-    """A stand-in's calibration: the reference method's final accuracy (points) on the claim's setting, paper and ours."""
+    """A stand-in's calibration: the reference method's accuracy (points) on the claim's setting, paper and ours."""
 
     method: str
     paper: float
     ours: float
     seeds: tuple[int, ...]  # the calibration's seeds, which the report's should not be
     sets: tuple[tuple[str, str], ...] = ()  # overrides of the claim's setting, e.g. the no-drift data the paper's table reports
+    metric: str = "final_accuracy"  # CALIBRATION_METRICS: the accuracy the paper's table prints
 
     @property
     def residual(self) -> float:
@@ -310,7 +312,8 @@ class Calibration:
 
     def __str__(self) -> str:
         seeds = ",".join(map(str, self.seeds))
-        versus = f"{self.method} {self.ours:.2f} against the paper's {self.paper:.2f}"
+        peak = " (peak)" if self.metric == "peak_accuracy" else ""
+        versus = f"{self.method}{peak} {self.ours:.2f} against the paper's {self.paper:.2f}"
         on = f" with {', '.join(f'{k}={v}' for k, v in self.sets)}" if self.sets else ""
         return f"calibrated: {versus}{on} (seeds {seeds}, residual {self.residual:+.1f} points)"
 
@@ -319,7 +322,7 @@ def parse_calibration(table: dict[str, Any], where: str) -> Calibration:
     """``calibrated_to = { method = "fedavg", paper = 38.30, ours = 37.1, seeds = [10, 11] }`` (optional ``set``); checked."""
     where = f"{where}: calibrated_to"
     check_keys(table, CALIBRATION_KEYS, where)
-    missing = sorted(set(CALIBRATION_KEYS) - {"set"} - set(table))
+    missing = sorted(set(CALIBRATION_KEYS) - {"set", "metric"} - set(table))
     require(not missing, f"{where}: missing {missing[0] if missing else ''!r}; it has {', '.join(CALIBRATION_KEYS)}")
     check_types(table, CALIBRATION_KEYS, where)
     for key in ("paper", "ours"):
@@ -329,8 +332,10 @@ def parse_calibration(table: dict[str, Any], where: str) -> Calibration:
         bool(seeds) and all(isinstance(s, int) and s >= 0 for s in seeds),
         f"{where}: seeds: expected the calibration's seeds, e.g. [10, 11, 12], got {seeds!r}",
     )
+    metric = table.get("metric", "final_accuracy")
+    require(metric in CALIBRATION_METRICS, f"{where}: metric {metric!r}: allowed: {', '.join(CALIBRATION_METRICS)}")
     sets = tuple(sorted(flat_sets(table.get("set", {})).items()))
-    return Calibration(table["method"], float(table["paper"]), float(table["ours"]), tuple(seeds), sets)
+    return Calibration(table["method"], float(table["paper"]), float(table["ours"]), tuple(seeds), sets, metric)
 
 
 @dataclass(frozen=True)
