@@ -454,6 +454,13 @@ def test_a_calibrated_stand_in_shows_its_residual_and_reads_off_beyond_five_poin
             one_claim(tmp_path, '["a", "b"]', "a > b", extra=f"calibrated_to = {{ {fields} }}\n")
 
 
+def test_a_calibration_names_the_references_parameters_and_the_accuracy_it_reads(tmp_path):
+    fields = 'method = "ifca", method_set = { k = 5 }, metric = "peak_accuracy", paper = 83.1, ours = 81.67, seeds = [10]'
+    cal = one_claim(tmp_path, '["a", "b"]', "a > b", extra=f"calibrated_to = {{ {fields} }}\n").calibrated_to
+    assert (cal.method, cal.method_sets, cal.metric) == ("ifca", (("k", "5"),), "peak_accuracy")
+    assert str(cal).startswith("calibrated: ifca (peak) 81.67 against the paper's 83.10")
+
+
 def test_calibrate_reruns_the_reference_once_per_setting_at_the_recorded_seeds(tmp_path, capsys):
     cal = 'calibrated_to = { method = "fedavg", paper = 50.0, ours = 12.5, seeds = [3], set = { rounds = 3 } }\n'
     tables = "".join(

@@ -64,7 +64,7 @@ DIAGNOSIS_KEYS = {"kind": str, "evidence": str, "command": str, "commit": str}
 # why a claim does not reproduce (or did not, until a fix): the paper's algorithm does not do it here (method), ours
 # differed from the paper and was fixed in ``commit`` (implementation), or a named, measured property of the stand-in
 DIAGNOSIS_KINDS = ("method", "implementation", "workload")
-CALIBRATION_KEYS = {"method": str, "paper": object, "ours": object, "seeds": list, "set": dict, "metric": str}
+CALIBRATION_KEYS = {"method": str, "paper": object, "ours": object, "seeds": list, "set": dict, "metric": str, "method_set": dict}
 CALIBRATION_METRICS = ("final_accuracy", "peak_accuracy")  # the accuracy a paper's table prints
 CALIBRATION_TOLERANCE = 5.0  # points: a stand-in whose reference baseline lands further from the paper's is flagged
 EVENTS_PREFIX = "events."
@@ -299,6 +299,7 @@ class Calibration:
     seeds: tuple[int, ...]  # the calibration's seeds, which the report's should not be
     sets: tuple[tuple[str, str], ...] = ()  # overrides of the claim's setting, e.g. the no-drift data the paper's table reports
     metric: str = "final_accuracy"  # CALIBRATION_METRICS: the accuracy the paper's table prints
+    method_sets: tuple[tuple[str, str], ...] = ()  # the reference's parameters, as the table's claims run it (IFCA's K)
 
     @property
     def residual(self) -> float:
@@ -322,7 +323,7 @@ def parse_calibration(table: dict[str, Any], where: str) -> Calibration:
     """``calibrated_to = { method = "fedavg", paper = 38.30, ours = 37.1, seeds = [10, 11] }`` (optional ``set``); checked."""
     where = f"{where}: calibrated_to"
     check_keys(table, CALIBRATION_KEYS, where)
-    missing = sorted(set(CALIBRATION_KEYS) - {"set", "metric"} - set(table))
+    missing = sorted(set(CALIBRATION_KEYS) - {"set", "metric", "method_set"} - set(table))
     require(not missing, f"{where}: missing {missing[0] if missing else ''!r}; it has {', '.join(CALIBRATION_KEYS)}")
     check_types(table, CALIBRATION_KEYS, where)
     for key in ("paper", "ours"):
@@ -335,7 +336,8 @@ def parse_calibration(table: dict[str, Any], where: str) -> Calibration:
     metric = table.get("metric", "final_accuracy")
     require(metric in CALIBRATION_METRICS, f"{where}: metric {metric!r}: allowed: {', '.join(CALIBRATION_METRICS)}")
     sets = tuple(sorted(flat_sets(table.get("set", {})).items()))
-    return Calibration(table["method"], float(table["paper"]), float(table["ours"]), tuple(seeds), sets, metric)
+    method_sets = tuple(sorted(flat_sets(table.get("method_set", {})).items()))
+    return Calibration(table["method"], float(table["paper"]), float(table["ours"]), tuple(seeds), sets, metric, method_sets)
 
 
 @dataclass(frozen=True)
