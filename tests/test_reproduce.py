@@ -331,6 +331,8 @@ def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "3 paper claims:" in out and "Holm over each paper's claims" in out
     assert "4 runs (4 ran, 0 up to date, 0 failed)" in out
+    walls = [read_summary(path).wall_seconds for path in (tmp_path / "runs").glob("*/static/*/seed0/summary.json")]
+    assert len(walls) == 4 and f"in both): A paper {sum(walls) / 3600:.2f} h." in out  # each run once, for its one paper
     rows = read_report(tmp_path / "report/reproduce.csv")
     assert [r["id"] for r in rows] == ["oracle", "lr", "missing"] and list(rows[0]) == list(COLUMNS)
     assert rows[0]["verdict"] in (INCONCLUSIVE, NOT_REPRODUCED) and rows[0]["driftbench"].startswith("final_accuracy: oracle ")
@@ -341,7 +343,7 @@ def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
     assert (tmp_path / "runs/static+clients=10,rounds=4,train.local_steps=2,train.lr=0.2,train.participants=5").is_dir()
     markdown = (tmp_path / "report/reproduce.md").read_text()
     first = "| A paper | oracle | exact | Table 1 | the oracle ends above FedAvg | 0.9 vs 0.6 | 10 points |"
-    assert VERDICT_RULE in markdown and first in markdown
+    assert VERDICT_RULE in markdown and first in markdown and "Run time by paper" in markdown
     assert report_section(rows).rows[2]["verdict"] == UNTESTABLE
     report_in_runs = tmp_path / "runs/reproduce.csv"
     report_in_runs.write_bytes((tmp_path / "report/reproduce.csv").read_bytes())

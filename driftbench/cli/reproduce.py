@@ -66,6 +66,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     columns = ("paper", "id", "kind", "paper_value", "ours", "ratio", "verdict", "reason")
     print(text_table([{k: row[k] for k in columns} for row in rows(report)]))
     print(report.headline())
+    print(report.run_time())
     print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
 

@@ -96,6 +96,8 @@ def markdown(report: Report) -> str:
         "",
         report.headline(),
         "",
+        report.run_time(),
+        "",
         f"**{RULE_TITLE.strip()}** {VERDICT_RULE}",
         "",
         "| " + " | ".join(COLUMNS.values()) + " |",

@@ -386,6 +386,12 @@ class Report:
     scale: str
     outcomes: list[RunOutcome] = field(default_factory=list)
     seconds: float = 0.0
+    paper_seconds: Mapping[str, float] = field(default_factory=dict)  # each paper's runs' recorded walls, summed
+
+    def run_time(self) -> str:
+        """Each paper's run time: the recorded wall seconds of the runs its claims need, a shared run in each paper."""
+        hours = ", ".join(f"{paper} {seconds / 3600:.2f} h" for paper, seconds in self.paper_seconds.items())
+        return f"Run time by paper (the runs' recorded walls, one process each; a run two papers share counts in both): {hours}."
 
     def headline(self) -> str:
         """The paper claims' verdict counts, the driftbench claims' apart, then seeds, scale, runs and wall time."""
@@ -428,4 +434,19 @@ def reproduce(claims: Sequence[Claim], seeds: tuple[int, ...], scale: str, pool:
         else:
             assert not isinstance(found, str) and not isinstance(twins, str)
             results.append(evaluate(claim, found, twins))
-    return Report(finalize(results), seeds, scale, list(outcomes.values()), time.perf_counter() - started)
+    seconds = paper_seconds(claims, seeds, scale, outcomes)
+    return Report(finalize(results), seeds, scale, list(outcomes.values()), time.perf_counter() - started, seconds)
+
+
+def paper_seconds(
+    claims: Sequence[Claim], seeds: tuple[int, ...], scale: str, outcomes: Mapping[RunKey, RunOutcome]
+) -> dict[str, float]:
+    """Per paper (in the claims' order), the summed recorded wall seconds of the distinct runs its claims need."""
+    keys: dict[str, set[RunKey]] = {}
+    for claim in claims:
+        needed = keys.setdefault(claim.title, set())
+        needed.update((setting, method, seed) for setting, method in claim_needs(claim, scale) for seed in seeds)
+    return {
+        paper: sum(o.summary.wall_seconds for key in needed if (o := outcomes.get(key)) is not None and o.summary)
+        for paper, needed in keys.items()
+    }
