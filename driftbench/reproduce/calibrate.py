@@ -52,7 +52,7 @@ class Measured:
         return {
             "claims": " ".join(self.claims),
             "setting": f"{self.setting.trace} ({sets})",
-            "method": cal.method,
+            "method": MethodRun(cal.method, cal.method_sets).label,
             "metric": cal.metric,
             "seeds": ",".join(map(str, self.seeds)),
             "paper": f"{cal.paper:.2f}",
