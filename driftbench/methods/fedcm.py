@@ -3,7 +3,9 @@
 Warm-up: every client trains ``warmup_steps`` local steps from the shared initial model and
 uploads its classifier layer's change at every step (the gradient path, Eq. 2-3). The server
 builds a graph weighted by the cosine similarity of the flattened paths (Eq. 4) and groups
-clients by modularity-maximising local moves from singletons (Eq. 5, Algorithm 1). Then, each
+clients by modularity-maximising local moves from singletons (Eq. 5, Algorithm 1); Table 2's
+alternatives (K-means with N clusters, hierarchical clustering cut at distance L) replace that
+step through ``clustering``. Then, each
 round, a participant whose classifier update points away from its cluster's update direction
 (cosine < tau, Eq. 6-8) migrates to the cluster whose direction is closest (Eq. 9).
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 import torch
+from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.config import RECORDED_WHEN_SET, require
@@ -28,12 +31,16 @@ from driftbench.methods.base import (
     TrainResult,
     replicate,
 )
-from driftbench.methods.clustering import flat_updates, unit_vectors
+from driftbench.methods.clustering import flat_updates, kmeans, relabel, unit_vectors
+
+CLUSTERINGS = ("modularity", "kmeans", "hierarchical")
 
 
 @dataclass(frozen=True)
 class FedCMParams(ProxParams):
-    """Warm-up length, migration threshold ``tau``, participations in a row below it before a move, migration switch.
+    """Warm-up length, migration threshold ``tau``, participations in a row below it before a move, migration switch,
+    and the paths' clustering: ``modularity`` (Fed-CM's), or Table 2's ``kmeans`` (``n_clusters``) and ``hierarchical``
+    (cut at cosine distance ``threshold``).
 
     Choice: the paper gives no tau; -0.5 (over 120 degrees) moves only "significant deviations" (4.3); 0 moved clients on noise.
     ``confirm`` = 1 is section 4.3 as written (an outlier moves at once); 2 waits for a second deviation in a row.
@@ -44,12 +51,21 @@ class FedCMParams(ProxParams):
     tau: float = -0.5
     confirm: int = field(default=1, metadata={RECORDED_WHEN_SET: True})
     migrate: bool = True
+    clustering: str = field(default="modularity", metadata={RECORDED_WHEN_SET: True})
+    n_clusters: int = field(default=5, metadata={RECORDED_WHEN_SET: True})
+    threshold: float = field(default=0.9, metadata={RECORDED_WHEN_SET: True})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require(self.warmup_steps >= 1, f"warmup_steps must be >= 1, got {self.warmup_steps}")
         require(-1 <= self.tau <= 1, f"tau must be in [-1, 1] (a cosine), got {self.tau}")
         require(self.confirm >= 1, f"confirm must be >= 1 (participations in a row), got {self.confirm}")
+        require(
+            self.clustering in CLUSTERINGS,
+            f"clustering must be one of {', '.join(CLUSTERINGS)}, got {self.clustering!r}",
+        )
+        require(self.n_clusters >= 1, f"n_clusters must be >= 1, got {self.n_clusters}")
+        require(0 < self.threshold <= 2, f"threshold must be in (0, 2] (a cosine distance), got {self.threshold}")
 
 
 def path_similarity(paths: np.ndarray) -> np.ndarray:
@@ -81,6 +97,23 @@ def modularity_local_moves(graph: nx.Graph, seed: int) -> np.ndarray:
     for label, members in enumerate(sorted(partition, key=min)):
         labels[sorted(members)] = label
     return labels
+
+
+def table2_clustering(paths: np.ndarray, params: FedCMParams, seed: int) -> np.ndarray:
+    """Table 2's alternatives to the modularity step, on the same gradient paths: labels 0..K-1.
+
+    Choice (000 l.207 gives only N and L): K-means runs on the unit paths (Euclidean there is monotone in Eq. 4's
+    cosine); hierarchical clustering is average-linkage on the cosine distance 1 - s_ij, cut at L.
+    """
+    if params.clustering == "kmeans":
+        rows = paths / np.maximum(np.linalg.norm(paths, axis=1, keepdims=True), 1e-12)
+        return relabel(kmeans(rows, min(params.n_clusters, len(rows)), seed))
+    model = AgglomerativeClustering(
+        n_clusters=None, distance_threshold=params.threshold, metric="precomputed", linkage="average"
+    )
+    labels = model.fit_predict(np.clip(1 - path_similarity(paths), 0, 2))
+    work.charge(work.linkage(len(paths)))
+    return relabel(labels)
 
 
 def cluster_cosines(updates: np.ndarray, cluster: np.ndarray, num_clusters: int) -> np.ndarray:
@@ -181,8 +214,10 @@ class FedCM(Method):
             self.paths = np.zeros((self.ctx.num_clients, rows.shape[1]), dtype=np.float32)
         self.paths[result.plan.participants] = rows.cpu().numpy()
         if rnd == self.warmup_rounds - 1:
-            graph = similarity_graph(path_similarity(self.paths))
-            self.assignment = modularity_local_moves(graph, self.ctx.seed)
+            if self.params.clustering == "modularity":
+                self.assignment = modularity_local_moves(similarity_graph(path_similarity(self.paths)), self.ctx.seed)
+            else:
+                self.assignment = table2_clustering(self.paths, self.params, self.ctx.seed)
             self.events.clustering(self.assignment)
             self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
             self.paths = None

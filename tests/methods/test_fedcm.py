@@ -6,12 +6,21 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
+from sklearn.metrics import adjusted_rand_score
 
 from driftbench.cli import main
 from driftbench.errors import ConfigError
 from driftbench.methods.base import Plan, RunContext, TrainResult
 from driftbench.methods.catalog import load_method
-from driftbench.methods.fedcm import cluster_cosines, migrations, modularity_local_moves, path_similarity, similarity_graph
+from driftbench.methods.fedcm import (
+    FedCMParams,
+    cluster_cosines,
+    migrations,
+    modularity_local_moves,
+    path_similarity,
+    similarity_graph,
+    table2_clustering,
+)
 from driftbench.train_config import TrainConfig
 from tests.methods.fakes import events
 
@@ -80,6 +89,45 @@ def test_graph_drops_self_loops_and_non_positive_similarities():
     # hand computation of Eq. 5 for {0, 1}, {2}: m = 0.5, k = (0.5, 0.5, 0): (1/1) * (1 - 1^2 / 1) = 0
     assert nx.community.modularity(graph, [{0, 1}, {2}]) == pytest.approx(0.0)
     assert eq5(nx.to_numpy_array(graph), np.array([0, 1, 2])) == pytest.approx(-0.5)
+
+
+def planted_paths(sizes, seed=0):
+    """Paths of three groups along near-orthogonal directions, each client at its own scale (cosine ignores it)."""
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(np.arange(len(sizes)), sizes)
+    centres = np.linalg.qr(rng.normal(size=(40, len(sizes))))[0].T  # orthonormal: cosine distance 1 between groups
+    paths = centres[truth] + rng.normal(0, 0.03, (len(truth), 40))
+    return paths * rng.uniform(0.1, 10, (len(truth), 1)), truth
+
+
+@pytest.mark.parametrize(
+    "params, groups",
+    [({"clustering": "kmeans", "n_clusters": 3}, 3), ({"clustering": "kmeans", "n_clusters": 2}, 2), ({"clustering": "hierarchical"}, 3)],
+)
+def test_table2_alternatives_cluster_the_paths_by_direction(params, groups):
+    paths, truth = planted_paths([5, 4, 6])
+    labels = table2_clustering(paths, FedCMParams(**params), seed=0)
+    assert len(np.unique(labels)) == groups
+    if groups == 3:
+        assert adjusted_rand_score(truth, labels) == 1.0
+    else:  # N = 2 < 3 groups: two groups share a cluster, none is split
+        assert all(len(np.unique(labels[truth == g])) == 1 for g in range(3))
+
+
+def test_hierarchical_cut_lower_than_the_groups_spread_splits_them():
+    paths, truth = planted_paths([5, 4, 6])
+    spread = (1 - path_similarity(paths))[truth[:, None] == truth[None, :]].max()
+    labels = table2_clustering(paths, FedCMParams(clustering="hierarchical", threshold=spread / 2), seed=0)
+    assert len(np.unique(labels)) > 3
+
+
+def test_table2_variants_cluster_after_the_warmup():
+    for name, expected in [("fedcm-kmeans", {"clustering": "kmeans"}), ("fedcm-hierarchical", {"clustering": "hierarchical", "threshold": 0.9})]:
+        method = load_method(name, {"warmup_steps": "3", **({"n_clusters": "2"} if name == "fedcm-kmeans" else {})}).create()
+        assert {k: getattr(method.params, k) for k in expected} == expected
+        method.setup(ctx())
+        warm_up(method)
+        assert adjusted_rand_score([0, 1, 0, 1, 1], method.assignment) == 1.0 and method.num_models == 2
 
 
 def migrate(updates, cluster, num_clusters, tau):
@@ -195,6 +243,7 @@ def test_confirm_enters_the_recorded_config_only_when_set():
     recorded = load_method("fedcm").as_config()["params"]
     assert "confirm" not in recorded
     assert load_method("fedcm", {"confirm": "2"}).as_config()["params"] == {**recorded, "confirm": 2}
+    assert load_method("fedcm-kmeans").as_config()["params"] == {**recorded, "clustering": "kmeans"}
 
 
 def test_bad_parameters_name_the_field():
@@ -204,6 +253,10 @@ def test_bad_parameters_name_the_field():
         load_method("fedcm", {"warmup_steps": "0"})
     with pytest.raises(ConfigError, match="confirm"):
         load_method("fedcm", {"confirm": "0"})
+    with pytest.raises(ConfigError, match="clustering must be one of modularity, kmeans, hierarchical"):
+        load_method("fedcm", {"clustering": "louvain"})
+    with pytest.raises(ConfigError, match="threshold"):
+        load_method("fedcm", {"threshold": "3"})
 
 
 @pytest.mark.parametrize("migrate", ["true", "false"])
