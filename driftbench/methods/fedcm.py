@@ -108,9 +108,7 @@ def table2_clustering(paths: np.ndarray, params: FedCMParams, seed: int) -> np.n
     if params.clustering == "kmeans":
         rows = paths / np.maximum(np.linalg.norm(paths, axis=1, keepdims=True), 1e-12)
         return relabel(kmeans(rows, min(params.n_clusters, len(rows)), seed))
-    model = AgglomerativeClustering(
-        n_clusters=None, distance_threshold=params.threshold, metric="precomputed", linkage="average"
-    )
+    model = AgglomerativeClustering(n_clusters=None, distance_threshold=params.threshold, metric="precomputed", linkage="average")
     labels = model.fit_predict(np.clip(1 - path_similarity(paths), 0, 2))
     work.charge(work.linkage(len(paths)))
     return relabel(labels)

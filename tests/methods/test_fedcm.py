@@ -102,7 +102,11 @@ def planted_paths(sizes, seed=0):
 
 @pytest.mark.parametrize(
     "params, groups",
-    [({"clustering": "kmeans", "n_clusters": 3}, 3), ({"clustering": "kmeans", "n_clusters": 2}, 2), ({"clustering": "hierarchical"}, 3)],
+    [
+        ({"clustering": "kmeans", "n_clusters": 3}, 3),
+        ({"clustering": "kmeans", "n_clusters": 2}, 2),
+        ({"clustering": "hierarchical"}, 3),
+    ],
 )
 def test_table2_alternatives_cluster_the_paths_by_direction(params, groups):
     paths, truth = planted_paths([5, 4, 6])
@@ -122,7 +126,10 @@ def test_hierarchical_cut_lower_than_the_groups_spread_splits_them():
 
 
 def test_table2_variants_cluster_after_the_warmup():
-    for name, expected in [("fedcm-kmeans", {"clustering": "kmeans"}), ("fedcm-hierarchical", {"clustering": "hierarchical", "threshold": 0.9})]:
+    for name, expected in [
+        ("fedcm-kmeans", {"clustering": "kmeans"}),
+        ("fedcm-hierarchical", {"clustering": "hierarchical", "threshold": 0.9}),
+    ]:
         method = load_method(name, {"warmup_steps": "3", **({"n_clusters": "2"} if name == "fedcm-kmeans" else {})}).create()
         assert {k: getattr(method.params, k) for k in expected} == expected
         method.setup(ctx())
