@@ -60,11 +60,13 @@ log = logging.getLogger("driftbench")
 SUITE_KEYS = {"description", "traces", "methods", "seeds"}
 BACKENDS = ("local", "ray")
 LOCKED = "running elsewhere"  # the state of a run whose folder another process holds
+NOT_RECORDED = "not recorded"  # the state of a run that policy "recorded" did not find and did not run
 RESUME = (
     "never",
     "always",
     "matching",
-)  # start afresh; continue (refusing another configuration); continue when the config hash matches
+    "recorded",
+)  # start afresh; continue (refusing another configuration); continue when the config hash matches; only keep matches
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ class RunJob:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What became of one run: ``ran``, ``skipped`` (up to date), ``running elsewhere`` (locked) or ``failed``."""
+    """What became of one run: ``ran``, ``skipped`` (up to date), ``running elsewhere``, ``not recorded`` or ``failed``."""
 
     label: str
     state: str
@@ -391,11 +393,16 @@ def _run_job(job: RunJob) -> RunOutcome:
         resolved.data_seed,
     )
     folder = run_dir(ex.out, resolved.trace.name, method.name, job.seed)
+
+    def matching() -> bool:
+        return stored_digest(folder) == config_digest(run_config(spec, resolve_device(ex.device), resolved.trace.content_hash()))
+
+    if ex.resume == "recorded" and not (matching() and (folder / SUMMARY).is_file()):  # before the lock makes the folder
+        log.info("not recorded: %s", job.label)
+        error = f"{folder}: no finished run of this configuration"
+        return RunOutcome(job.label, NOT_RECORDED, None, time.perf_counter() - started, error=error)
     with run_lock(folder, ex.wait_locked):
-        resume = ex.resume == "always" or (
-            ex.resume == "matching"
-            and stored_digest(folder) == config_digest(run_config(spec, resolve_device(ex.device), resolved.trace.content_hash()))
-        )
+        resume = ex.resume == "always" or (ex.resume in ("matching", "recorded") and matching())
         kept = resume and (folder / SUMMARY).is_file()
         log.info("%s %s", "keeping" if kept else "running", job.label)
         summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)))
@@ -562,9 +569,9 @@ def outcome_table(outcomes: list[RunOutcome]) -> list[dict[str, str]]:
 
 
 def outcome_line(outcomes: list[RunOutcome]) -> str:
-    """The count of each state: ``N ran, N skipped (up to date)[, N running elsewhere], N failed``."""
+    """The count of each state: ``N ran, N skipped (up to date)[, N running elsewhere][, N not recorded], N failed``."""
     states = [o.state for o in outcomes]
-    elsewhere = f", {states.count(LOCKED)} {LOCKED}" if LOCKED in states else ""
+    elsewhere = "".join(f", {states.count(state)} {state}" for state in (LOCKED, NOT_RECORDED) if state in states)
     counts = f"{states.count('ran')} ran, {states.count('skipped')} skipped (up to date)"
     return f"{counts}{elsewhere}, {states.count('failed')} failed"
 

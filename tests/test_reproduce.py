@@ -354,6 +354,13 @@ def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
 
     assert main(args) == 0  # a second time, every run is up to date
     assert "4 runs (0 ran, 4 up to date, 0 failed)" in capsys.readouterr().out
+    shutil.rmtree(tmp_path / f"runs/{tiny}/static/oracle")
+    assert main([*args, "--recorded"]) == 0  # judges what is recorded, runs nothing
+    assert "4 runs (0 ran, 3 up to date, 0 failed, 1 not recorded)" in capsys.readouterr().out
+    assert not (tmp_path / f"runs/{tiny}/static/oracle").exists()
+    again = read_report(tmp_path / "report/reproduce.csv")
+    assert again[0]["verdict"] == UNTESTABLE and f"run {tiny.split('+')[0]}" in again[0]["reason"]
+    assert "not recorded yet" in again[0]["reason"] and again[1]["driftbench"] == rows[1]["driftbench"]
     assert main([*args[:1], "broken", *args[2:]]) == 2
     assert "broken.toml: claims: expected one or more [[claims]] tables" in capsys.readouterr().err
 

@@ -45,6 +45,12 @@ def add_parser(sub: Subparsers) -> None:
     repro.add_argument("--out", type=Path, default=Path("runs"), help="root of the run records (default runs/)")
     repro.add_argument("--claims", type=Path, metavar="DIR", help="folder of claim files (default: the repository's claims/)")
     repro.add_argument("--report", type=Path, metavar="DIR", help="folder for reproduce.md and reproduce.csv (default: --out)")
+    repro.add_argument(
+        "--recorded",
+        action="store_true",
+        help="run nothing: judge the claims on the runs already recorded under --out (a look at a long report while it "
+        "runs); a claim missing a run reads untestable, 'not recorded yet'",
+    )
     repro.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
     repro.set_defaults(func=cmd_reproduce)
 
@@ -58,7 +64,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     claims = load_claims(args.claims, args.papers)
     pool = PoolOptions(args.backend, args.jobs, quiet=args.quiet)
-    execution = Execution(args.device, args.out, threads=pool.threads)
+    execution = Execution(args.device, args.out, resume="recorded" if args.recorded else "matching", threads=pool.threads)
     if args.calibrate:
         return cmd_calibrate(args, claims, pool, execution)
     report = reproduce(claims, tuple(args.seeds or (0, 1, 2)), args.scale, pool, execution)

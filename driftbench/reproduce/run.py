@@ -41,7 +41,17 @@ from driftbench.reproduce.verdict import (
     test,
     tost_p,
 )
-from driftbench.runner import Execution, PoolOptions, Request, RunJob, RunOutcome, check_trace, plan_jobs, run_pool
+from driftbench.runner import (
+    NOT_RECORDED,
+    Execution,
+    PoolOptions,
+    Request,
+    RunJob,
+    RunOutcome,
+    check_trace,
+    plan_jobs,
+    run_pool,
+)
 
 log = logging.getLogger("driftbench")
 COLLAPSE = "collapse_without_drift"
@@ -369,6 +379,8 @@ def claim_runs(
     for seed in seeds:
         for method in methods:
             outcome = outcomes[(setting, claim.method_run(method), seed)]
+            if outcome.state == NOT_RECORDED:
+                return f"run {outcome.label} not recorded yet (--recorded runs nothing)"
             if outcome.summary is None:
                 return f"run {outcome.label} failed: {outcome.error}"
             if outcome.summary.status != "ok":
@@ -402,6 +414,7 @@ class Report:
         def counts(verdicts: list[str]) -> str:
             return ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
 
+        pending = f", {states.count(NOT_RECORDED)} {NOT_RECORDED}" if NOT_RECORDED in states else ""
         calibrated = [r.claim.calibrated_to for r in self.results if r.claim.calibrated_to]
         off = sum(not c.within for c in calibrated)
         return (
@@ -410,7 +423,7 @@ class Report:
             f"stand-ins, {off} of them more than {CALIBRATION_TOLERANCE:g} points off. "
             f"Seeds {', '.join(map(str, self.seeds))}, scale "
             f"{self.scale}; {len(states)} runs ({states.count('ran')} ran, {states.count('skipped')} up to date, "
-            f"{states.count('failed')} failed) in {self.seconds / 60:.1f} min wall."
+            f"{states.count('failed')} failed{pending}) in {self.seconds / 60:.1f} min wall."
         )
 
 
