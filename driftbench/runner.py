@@ -530,19 +530,19 @@ def run_pool(jobs: list[RunJob], options: PoolOptions, desc: str = "sweep") -> l
     """Run every job on the backend, all at once (``finalize_tta`` gives each its time-to-accuracy once all are done)."""
     resolved_trace.cache_clear()  # the runs build their traces in their own processes
     backend = open_backend(options)
-    outcomes: dict[str, RunOutcome] = {}
+    outcomes: dict[int, RunOutcome] = {}  # by position: jobs that differ only in overrides or folder share a label
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=options.quiet or not sys.stderr.isatty())
     try:
         with bar, logging_redirect_tqdm():
-            running = {backend.submit(job): job for job in jobs}
+            running = {backend.submit(job): i for i, job in enumerate(jobs)}
             while running:
                 for handle in backend.wait(list(running)):
-                    job = running.pop(handle)
-                    outcomes[job.label] = collect(backend, handle, job)
+                    i = running.pop(handle)
+                    outcomes[i] = collect(backend, handle, jobs[i])
                     bar.update()
     finally:
         backend.close()
-    return finalize_tta(jobs, [outcomes[job.label] for job in jobs])
+    return finalize_tta(jobs, [outcomes[i] for i in range(len(jobs))])
 
 
 def collect(backend: Backend, handle: Any, job: RunJob) -> RunOutcome:

@@ -39,7 +39,7 @@ from driftbench.reproduce.verdict import (
     one_sided_p,
     tost_p,
 )
-from driftbench.runner import Execution, PoolOptions
+from driftbench.runner import Execution, PoolOptions, run_pool
 
 TINY = 'clients = 10, rounds = 4, "train.participants" = 5, "train.local_steps" = 2'
 BASE = Summary(
@@ -675,6 +675,20 @@ def test_method_overrides_give_runs_of_their_own(tmp_path):
     assert claim.method_run("ifca").label == "ifca(k=5)"
     bad = replace(claim, method_sets={"ifca": {"kk": "5"}})
     assert "--set method (ifca): unknown key 'kk'" in plan([bad], (0,), "embedded", Execution(out=tmp_path)).untestable["paper/c"]
+
+
+def test_runs_that_share_a_label_keep_their_own_outcomes(tmp_path):
+    """Two runs of one method in one setting, with and without an override: one label, two folders, two outcomes."""
+    extra = f"set = {{ {TINY} }}\n"
+    claim = one_claim(tmp_path, '["fedavg", "ifca"]', "fedavg > ifca", extra=extra + "method_set = { ifca = { k = 3 } }\n")
+    other = replace(one_claim(tmp_path, '["fedavg", "ifca"]', "fedavg > ifca", extra=extra), id="d")
+    (jobs,) = plan([claim, other], (0,), "embedded", Execution(out=tmp_path / "runs")).jobs.values()
+    ifca = [j for j in jobs if j.method == "ifca"]
+    outcomes = run_pool(ifca, PoolOptions("local", jobs=2, quiet=True))
+    assert len({j.label for j in ifca}) == 1 and len({j.execution.out for j in ifca}) == 2
+    for job, outcome in zip(ifca, outcomes):
+        assert outcome.summary is not None
+        assert Path(outcome.summary.run_dir).resolve() == (job.execution.out / "static/ifca/seed0").resolve()
 
 
 BAD_VALUES = [
