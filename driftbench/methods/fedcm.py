@@ -106,8 +106,7 @@ def table2_clustering(paths: np.ndarray, params: FedCMParams, seed: int) -> np.n
     cosine); hierarchical clustering is average-linkage on the cosine distance 1 - s_ij, cut at L.
     """
     if params.clustering == "kmeans":
-        rows = paths / np.maximum(np.linalg.norm(paths, axis=1, keepdims=True), 1e-12)
-        return relabel(kmeans(rows, min(params.n_clusters, len(rows)), seed))
+        return relabel(kmeans(unit_vectors(paths), min(params.n_clusters, len(paths)), seed))
     model = AgglomerativeClustering(n_clusters=None, distance_threshold=params.threshold, metric="precomputed", linkage="average")
     labels = model.fit_predict(np.clip(1 - path_similarity(paths), 0, 2))
     work.charge(work.linkage(len(paths)))
