@@ -402,7 +402,7 @@ def _run_job(job: RunJob) -> RunOutcome:
         error = f"{folder}: no finished run of this configuration"
         return RunOutcome(job.label, NOT_RECORDED, None, time.perf_counter() - started, error=error)
     with run_lock(folder, ex.wait_locked):
-        resume = ex.resume == "always" or (ex.resume in ("matching", "recorded") and matching())
+        resume = ex.resume in ("always", "recorded") or (ex.resume == "matching" and matching())  # recorded: matched above
         kept = resume and (folder / SUMMARY).is_file()
         log.info("%s %s", "keeping" if kept else "running", job.label)
         summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)))
