@@ -66,18 +66,18 @@ def calibrate(
     claims: Sequence[Claim], seeds: tuple[int, ...] | None, scale: str, pool: PoolOptions, execution: Execution
 ) -> list[Measured]:
     """Run each calibrated setting's reference at ``seeds`` (default: the recorded ones); their final or peak accuracies."""
-    groups: dict[tuple[Setting, MethodRun, Calibration, tuple[int, ...]], list[str]] = {}
+    groups: dict[tuple[Setting, Calibration, tuple[int, ...]], list[str]] = {}
     for claim in claims:
         if claim.calibrated_to:
             cal = claim.calibrated_to
             setting = Setting.of(claim, scale)
             setting = Setting(setting.trace, tuple(sorted({**dict(setting.sets), **dict(cal.sets)}.items())))
-            # the same runs, however the setting was reached
-            key = (setting, MethodRun(cal.method, cal.method_sets), replace(cal, sets=()), seeds or cal.seeds)
+            key = (setting, replace(cal, sets=()), seeds or cal.seeds)  # the same runs, however the setting was reached
             groups.setdefault(key, []).append(claim.key)
     require(bool(groups), f"--calibrate: none of the {len(claims)} claims has calibrated_to (docs/reproduce.md)")
     measured = []
-    for (setting, method, cal, at), keys in groups.items():
+    for (setting, cal, at), keys in groups.items():
+        method = MethodRun(cal.method, cal.method_sets)
         outcomes = execute_plan(Plan(planned_jobs({setting: [method]}, at, execution), {}), pool)
         summaries = [outcomes[(setting, method, seed)] for seed in at]
         failed = next((o for o in summaries if o.summary is None or o.summary.status != "ok"), None)
