@@ -130,3 +130,37 @@ def test_a_plan_refuses_phases_beside_its_own_masks_or_without_a_main_line():
         Plan(one, one, local_steps=3, phases=(Phase(),))
     with pytest.raises(RunError, match="needs a main line"):
         Plan(one, one, phases=(Phase(start=one),))
+
+
+def first_input_cut(models):
+    """Prune the classifier weight's first input column, and nothing else."""
+    mask = torch.ones_like(models["5.weight"])
+    mask[:, :, 0] = 0
+    return {"5.weight": mask}
+
+
+class Pruned(Phased):
+    """One global model; every round the first four clients train it, prune it with ``first_input_cut`` and train on."""
+
+    def plan(self, rnd, clients, rng):
+        phases = (Phase(local_steps=1), Phase(local_steps=2, prune=first_input_cut))
+        return Plan(np.arange(4), np.zeros(4, dtype=np.int64), phases=phases)
+
+
+def test_a_pruning_phase_zeroes_what_it_prunes_keeps_it_at_zero_and_returns_its_masks(tmp_path):
+    spec = tiny_spec("label-swap")
+    trace, pool = generate(spec)
+    IMPLEMENTATIONS["Pruned"] = Pruned
+    try:
+        method = RecordedSpec("Pruned", "Pruned", "", "", ProxParams())
+        run(RunSpec(trace, pool, spec.train, method, 0, "cpu", tmp_path, quiet=True, checkpointing=Checkpointing(0)))
+    finally:
+        del IMPLEMENTATIONS["Pruned"]
+    results = method.methods[0].results
+    assert results and all(list(r.masks) == ["5.weight"] for r in results)
+    for r in results:
+        weight = r.params["5.weight"]
+        assert torch.equal(r.masks["5.weight"][:, :, 0], torch.zeros_like(weight[:, :, 0]))
+        assert not weight[:, :, 0].any() and weight[:, :, 1:].all()  # pruned at zero after training; the rest trained
+    with pytest.raises(RunError, match="fixed masks or a prune function"):
+        Phase(masks={}, prune=first_input_cut)

@@ -72,6 +72,9 @@ class Phase:
     smaller of ``per_class`` and its rarest class's count. ``lr_scale`` multiplies the trace's
     learning rate; ``masks`` and ``record`` as the plan's (the path comes back from the main line's
     last phase); ``penalty`` adds a term on the classifier layer's input to each participant's loss.
+    ``prune`` computes the masks from the phase's starting models (a client pruning what it has
+    just trained): pruned entries start at zero and stay there, and the masks come back in
+    ``TrainResult.masks``.
     """
 
     start: np.ndarray | None = None
@@ -82,6 +85,11 @@ class Phase:
     masks: Params | None = None
     record: tuple[str, ...] = ()
     penalty: FeaturePenalty | None = None
+    prune: Callable[[Params], Params] | None = None
+
+    def __post_init__(self) -> None:
+        if self.prune is not None and self.masks is not None:
+            raise RunError("a phase takes fixed masks or a prune function, not both")
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,7 @@ class TrainResult:
     path: Params = field(default_factory=dict)  # name -> (participants x steps x shape), for Plan.record
     phases: tuple[Params, ...] = ()  # each phase's trained parameters, in Plan.phases order
     reports: np.ndarray | None = None  # participants x R: Plan.report of each participant's trained model
+    masks: Params = field(default_factory=dict)  # name -> (participants x shape): the masks a Phase.prune computed
 
 
 @dataclass

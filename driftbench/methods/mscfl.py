@@ -1,9 +1,9 @@
 """``mscfl``: MSCFL (002, Algorithms 1-2): clustering by pruning masks, re-clustering when masks stop being consistent.
 
-A client round has two phases: the client pre-trains its cluster's model for
-``pretrain_epochs`` (E_pre), magnitude-prunes it to its own ratio pr (drawn once per client
-from N(``prune_mean``, ``prune_std``^2) clipped to [``prune_min``, ``prune_max``]), trains the
-pruned model for ``epochs`` (E_after) with pruned entries held at zero, and uploads model and
+A client round is one communication round in two phases: the client pre-trains its cluster's
+model for ``pretrain_epochs`` (E_pre), magnitude-prunes it to its own ratio pr (drawn once per
+client from N(``prune_mean``, ``prune_std``^2) clipped to [``prune_min``, ``prune_max``]), trains
+the pruned model for ``epochs`` (E_after) with pruned entries held at zero, and uploads model and
 mask. The server computes each participant's Hamming distance H_t between its last two masks;
 if some participant has H_t > ``tau`` x H_{t-1}, it re-clusters every client (Algorithm 2:
 COUNTTARGET on pruned or retained positions, whichever ratio of the pair is smallest, then
@@ -14,6 +14,7 @@ participants that retained the entry (the intersection of retained parameters).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -24,7 +25,7 @@ from sklearn.metrics import silhouette_score
 from driftbench.config import require
 from driftbench.engine.batched import Params
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult, sample_participants
+from driftbench.methods.base import ClientQueries, Method, Phase, Plan, ProxParams, RunContext, TrainResult, sample_participants
 from driftbench.methods.clustering import as_kernel_tensor, relabel, remix_models
 
 RATIO_STREAM = 21  # RNG stream (with the run seed) of the clients' pruning ratios
@@ -179,22 +180,16 @@ def masked_average(bank: Params, trained: Params, masks: Params, cluster: np.nda
     return out
 
 
-def window_size(inputs: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
-    """A client's number of training samples (the one number it reports to size its epochs)."""
-    return np.array([len(labels)], dtype=np.float64)
-
-
 class MSCFL(Method):
     """MSCFL; participants are drawn uniformly, except that every client takes part in the first round.
 
-    Phases: the engine trains one phase per round, so a client round takes two scheduler rounds:
-    pre-training (E_pre, no mask), then training the pruned model (E_after, with its mask). The
-    pruned models wait in the bank as extra rows between the two. Evaluation always uses the
-    cluster models. Choices:
+    A client round is one scheduler round of two phases (pre-training, then pruning on the
+    client and training the pruned model), so MSCFL gets as many communication rounds as the
+    methods it is compared with. Evaluation always uses the cluster models. Choices:
     - every client pre-trains in the first round, all from the shared initial model, so the
       first clustering compares masks of one starting point (the paper's full participation);
       later re-clusterings use each client's latest mask;
-    - one epoch = the participants' mean window size / batch size steps (rounded, at least 1);
+    - one epoch = ceil(window size / batch size) steps for each participant;
     - after a clustering the Hamming history restarts (as in the authors' code): masks pruned
       from the old cluster models are not compared with masks pruned from the new ones, so a
       client needs three masks after a clustering before it can trigger the next one;
@@ -203,10 +198,9 @@ class MSCFL(Method):
     - COUNTTARGET's r is the pair's smaller ratio (Algorithm 2 writes pr or rr without an index); ties go to pruned;
     - H_t and H_{t-1} are a participant's distances between its own last three masks, which under partial
       participation come from the rounds it took part in, not from consecutive rounds.
-    Counting: the pre-training phase downloads the cluster model and uploads nothing; the
-    second phase downloads nothing and uploads the model (counted dense) plus the mask at one
-    bit per prunable entry (L / 32 float32 numbers). Each participant reports its window size
-    (one number). The clock runs the two phases one after the other.
+    Counting: a participant downloads its cluster model and uploads the trained pruned model
+    (counted dense) plus the mask at one bit per prunable entry (L / 32 float32 numbers); the
+    pruning is the client's work, not the server's.
     """
 
     name = "mscfl"
@@ -228,48 +222,26 @@ class MSCFL(Method):
         self.fresh = np.zeros(ctx.num_clients, dtype=bool)  # has uploaded a mask since the last clustering
         self.hamming = np.full(ctx.num_clients, -1, dtype=np.int64)  # H_{t-1} per client; -1 = not yet
         self.clustered = False
-        self.pending = np.zeros(0, dtype=np.int64)  # participants between pre-training and training
-        self.pending_masks: Params = {}
-        self.train_steps = 1
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
-        """Pre-training for newly drawn participants, or training of the pending participants' pruned models."""
-        if len(self.pending):
-            k = len(self.pending)
-            return Plan(
-                self.pending,
-                self.num_models - k + np.arange(k),
-                mu=self.params.mu,
-                models_downloaded=0,
-                masks=self.pending_masks,
-                local_steps=self.train_steps,
-                upload_floats=-(-self.mask_length // BITS_PER_FLOAT),
-            )
+        """Every client in the first round, then a uniform draw: pre-training, then pruning and training the pruned model."""
         if self.seen.all():
             participants = sample_participants(rng, self.ctx.num_clients, self.ctx.train.participants)
         else:
             participants = np.arange(self.ctx.num_clients)
-        sizes = clients.data(participants, window_size)[:, 0]
-        epoch = float(sizes.mean()) / self.ctx.train.batch_size
-        self.train_steps = max(1, round(self.params.epochs * epoch))
+        prune = partial(magnitude_masks, names=self.names, ratios=self.ratios[participants])
         return Plan(
             participants,
             self.assignment[participants],
             mu=self.params.mu,
-            models_uploaded=0,
-            local_steps=max(1, round(self.params.pretrain_epochs * epoch)),
+            upload_floats=-(-self.mask_length // BITS_PER_FLOAT),
+            phases=(Phase(epochs=self.params.pretrain_epochs), Phase(epochs=self.params.epochs, prune=prune)),
         )
 
     def aggregate(self, rnd: int, result: TrainResult) -> None:
-        """After pre-training: prune and park the pruned models; after training: check masks, cluster, average."""
-        if not len(self.pending):
-            self._prune(result)
-            return
+        """Check each participant's mask against its last ones, re-cluster on inconsistency, average under the masks."""
         participants = result.plan.participants
-        self.models = {n: p[: self.num_models - len(participants)] for n, p in self.models.items()}
-        masks = result.plan.masks
-        assert masks is not None  # the training phase's plan carries the pending participants' masks
-        bits = mask_bits(masks, self.names)
+        bits = mask_bits(result.masks, self.names)
         current = np.where(self.fresh[participants], hamming_distances(self.masks[participants], bits), -1)
         drifted = inconsistent(self.hamming[participants], current, self.params.tau)
         self.measure_consistency(self.hamming[participants], current, drifted)
@@ -278,8 +250,7 @@ class MSCFL(Method):
         if self.seen.all() and (not self.clustered or (self.params.migrate and drifted.any())):
             self._cluster()
             self.fresh[:], self.hamming[:] = False, -1
-        self.models = masked_average(self.models, result.params, masks, self.assignment[participants], result.num_samples)
-        self.pending, self.pending_masks = np.zeros(0, dtype=np.int64), {}
+        self.models = masked_average(self.models, result.params, result.masks, self.assignment[participants], result.num_samples)
 
     def measure_consistency(self, previous: np.ndarray, current: np.ndarray, drifted: np.ndarray) -> None:
         """Record each participant's H_t and, where H_{t-1} exists, H_t / H_{t-1} (the test is ratio > tau); then the count."""
@@ -289,13 +260,6 @@ class MSCFL(Method):
             if now >= 0 and before > 0:
                 self.events.measure("mscfl_hamming_ratio", now / before)
         self.events.measure("mscfl_inconsistent_clients", int(drifted.sum()))
-
-    def _prune(self, result: TrainResult) -> None:
-        participants = result.plan.participants
-        masks = magnitude_masks(result.params, self.names, self.ratios[participants])
-        pruned = {n: p * masks[n] if n in masks else p for n, p in result.params.items()}
-        self.models = {n: torch.cat([p, pruned[n]]) for n, p in self.models.items()}
-        self.pending, self.pending_masks = participants, masks
 
     def _cluster(self) -> None:
         masks = np.unpackbits(self.masks, axis=1, count=self.mask_length)

@@ -244,18 +244,23 @@ class Scheduler:
         """Train the plan's phases in turn, then collect the participants' reports; None once a result is not finite.
 
         The main line chains from the plan's start models; a side branch starts from its own bank
-        rows. The prequential score is taken on the main line's first batches.
+        rows. The prequential score is taken on the main line's first batches. A phase's pruning
+        runs here, on the clients' side, so the server's work counter does not see it.
         """
         rng = np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd])
         line, main = self.bank_rows(plan.start_models), None
-        outputs, samples = [], np.zeros(len(plan.participants), dtype=np.int64)
+        outputs, samples, pruned = [], np.zeros(len(plan.participants), dtype=np.int64), {}
         for phase in plan.stages():
             work = clients.work(plan.participants, rng, phase)
             if phase.start is None and main is None:
                 self.scoring.score_batches(rnd, clients, plan, work)
             start = line if phase.start is None else self.bank_rows(phase.start)
+            masks = phase.masks
+            if phase.prune is not None:
+                masks = pruned = phase.prune(start)
+                start = {n: p * masks[n] if n in masks else p for n, p in start.items()}
             cfg = self.train if phase.lr_scale == 1 else replace(self.train, lr=self.train.lr * phase.lr_scale)
-            output = self.trainer.train(start, work, cfg, plan.mu, phase.masks, phase.record, phase.penalty)
+            output = self.trainer.train(start, work, cfg, plan.mu, masks, phase.record, phase.penalty)
             if not finite(output):
                 return None
             outputs.append(output.params)
@@ -265,7 +270,7 @@ class Scheduler:
         assert main is not None  # Plan refuses phases without a main line
         reports = None if plan.report is None else queries.reports(plan.participants, main.params, plan.report)
         phases = tuple(outputs) if plan.phases else ()
-        return TrainResult(plan, main.params, samples, main.loss.cpu().numpy(), main.path, phases, reports)
+        return TrainResult(plan, main.params, samples, main.loss.cpu().numpy(), main.path, phases, reports, pruned)
 
     def bank_rows(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """The method's bank models ``rows``, stacked in that order."""

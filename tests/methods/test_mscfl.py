@@ -88,21 +88,19 @@ HEAD = {"head.weight": torch.zeros(2, 4), "head.bias": torch.zeros(2)}
 STRONG = {0: [1.0, 1.0, 1.0, 1.0, 0.1, 0.1, 0.1, 0.1], 1: [0.1, 0.1, 0.1, 0.1, 1.0, 1.0, 1.0, 1.0]}
 
 
-def phase_pair(method, rnd, groups, overhead):
-    """Run one client round (pre-training, then training) with hand-made models whose magnitudes follow ``groups``."""
-    side = ScriptedClients(inputs=np.zeros((4, 40, 1)))  # 40 samples each: one epoch = 2 steps of batch 20
-    pre = method.plan(rnd, queries(side, overhead=overhead), np.random.default_rng(rnd))
-    assert pre.models_uploaded == 0 and pre.local_steps == 2 and pre.masks is None
-    params = {"head.weight": torch.tensor([STRONG[g] for g in groups]).reshape(4, 2, 4), "head.bias": torch.ones(4, 2)}
-    method.aggregate(rnd, TrainResult(pre, params, np.ones(4), np.zeros(4)))
-    train = method.plan(rnd + 1, queries(side, overhead=overhead), np.random.default_rng(rnd + 1))
-    assert train.models_downloaded == 0 and train.local_steps == 6 and train.upload_floats == 1
-    start = {n: p[torch.as_tensor(train.start_models)] for n, p in method.models.items()}
-    assert torch.equal(start["head.weight"], params["head.weight"] * train.masks["head.weight"])
-    trained = {n: p + 1.0 for n, p in start.items()}
-    trained["head.weight"] = start["head.weight"] + train.masks["head.weight"] * torch.arange(1.0, 5.0).view(4, 1, 1)
-    method.aggregate(rnd + 1, TrainResult(train, trained, np.ones(4), np.zeros(4)))
-    return train
+def client_round(method, rnd, groups, overhead):
+    """Run one client round with hand-made pre-trained models whose magnitudes follow ``groups``; returns the masks."""
+    side = ScriptedClients(inputs=np.zeros((4, 40, 1)))
+    plan = method.plan(rnd, queries(side, overhead=overhead), np.random.default_rng(rnd))
+    pre, train = plan.phases
+    assert (pre.epochs, pre.prune, train.epochs) == (1.0, None, 3.0) and plan.upload_floats == 1
+    assert plan.models_downloaded == plan.models_uploaded == 1
+    pretrained = {"head.weight": torch.tensor([STRONG[g] for g in groups]).reshape(4, 2, 4), "head.bias": torch.ones(4, 2)}
+    masks = train.prune(pretrained)
+    trained = {n: p * masks.get(n, 1) + 1.0 for n, p in pretrained.items()}
+    trained["head.weight"] = pretrained["head.weight"] * masks["head.weight"] * (1 + torch.arange(1.0, 5.0).view(4, 1, 1))
+    method.aggregate(rnd, TrainResult(plan, trained, np.ones(4), np.zeros(4), masks=masks))
+    return plan, masks
 
 
 @pytest.mark.parametrize("migrate", [True, False])
@@ -110,19 +108,20 @@ def test_mscfl_clusters_by_masks_and_reclusters_only_when_masks_change_faster_th
     method = load_method("mscfl", {"prune_std": "0", "prune_mean": "0.5", "migrate": str(migrate).lower()}).create()
     method.setup(RunContext(4, 2, HEAD, TrainConfig(participants=4), seed=0, classifier="head"))
     overhead = Overhead()
-    train = phase_pair(method, 0, [0, 1, 0, 1], overhead)
-    assert train.participants.tolist() == [0, 1, 2, 3] and train.masks["head.weight"][0].flatten().tolist() == [1] * 4 + [0] * 4
+    plan, masks = client_round(method, 0, [0, 1, 0, 1], overhead)
+    assert plan.participants.tolist() == [0, 1, 2, 3] and masks["head.weight"][0].flatten().tolist() == [1] * 4 + [0] * 4
+    assert "head.bias" not in masks  # biases are never pruned
     assert method.assignment.tolist() in ([0, 1, 0, 1], [1, 0, 1, 0]) and method.num_models == 2
     a = method.assignment[0]
-    # clients 0 and 2 (1 + 1 and 1 + 3 on their retained half) average there; their pruned half keeps the initial 0
+    # clients 0 and 2 (1 x 2 and 1 x 4 on their retained half) average there; their pruned half keeps the initial 0
     assert method.models["head.weight"][a].flatten().tolist() == [3.0] * 4 + [0.0] * 4
     assert method.models["head.bias"][a].tolist() == [2.0, 2.0]
-    assert overhead.upload_bytes == 4 * 4  # window sizes; the mask upload goes through Plan.upload_floats
-    phase_pair(method, 2, [0, 1, 0, 1], overhead)  # first masks after the clustering: no distance yet
+    assert overhead.upload_bytes == 0  # no client query: the mask upload goes through Plan.upload_floats
+    client_round(method, 1, [0, 1, 0, 1], overhead)  # first masks after the clustering: no distance yet
     assert method.hamming.tolist() == [-1, -1, -1, -1]
-    phase_pair(method, 4, [0, 1, 0, 1], overhead)  # same masks: H = 0
+    client_round(method, 2, [0, 1, 0, 1], overhead)  # same masks: H = 0
     assert method.hamming.tolist() == [0, 0, 0, 0] and method.assignment[0] == a
-    phase_pair(method, 6, [1, 1, 0, 1], overhead)  # client 0's mask flips: H = 8 > 1.1 x 0
+    client_round(method, 3, [1, 1, 0, 1], overhead)  # client 0's mask flips: H = 8 > 1.1 x 0
     assert method.hamming.tolist() == ([-1] * 4 if migrate else [8, 0, 0, 0])  # a clustering restarts the history
     moved = method.assignment[0] == method.assignment[1]
     assert moved == migrate and len(np.unique(method.assignment)) == 2
@@ -166,5 +165,5 @@ def test_mscfl_runs_on_label_swap_through_the_cli(tmp_path, capsys, migrate):
     assert main(args) == 0, capsys.readouterr().err
     summary = json.loads((tmp_path / "label-swap/mscfl/seed0/summary.json").read_text())
     assert summary["status"] == "ok" and summary["n_clusters_final"] >= 2
-    # client rounds of 12, 6 and 6 participants: each reports its window size and uploads its mask
-    assert summary["overhead"]["extra_upload_bytes"] == 4 * 24 * (1 + MASK_FLOATS)
+    # six client rounds of 12, then 6 participants: each uploads its mask
+    assert summary["overhead"]["extra_upload_bytes"] == 4 * (12 + 5 * 6) * MASK_FLOATS

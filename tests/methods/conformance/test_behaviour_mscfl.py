@@ -3,7 +3,7 @@ Comparison", Figure 5): clients are clustered by the structure of their pruning 
 later re-clustered exactly when a client's masks stop being consistent (H_t > tau H_{t-1}).
 
 Replayed: ``rotation`` on 8x8 digits, two groups turned by 0 and 180 degrees (the paper's feature Non-IID), 8
-clients that all take part in every round, 8 rounds (a client round is a pre-training and a training round);
+clients that all take part in every round, 8 client rounds (each pre-trains, prunes and trains the pruned model);
 2 clients switch rotation at round 6.
 """
 
@@ -11,7 +11,7 @@ import pytest
 
 from tests.methods.conformance.behaviour import replay
 
-FIRST = 1  # the first training round, after which every client has uploaded a mask
+FIRST = 0  # the first client round, after which every client has uploaded a mask
 SETS = {
     "clients": 8,
     "rounds": 8,
@@ -29,9 +29,9 @@ def run(tmp_path_factory):
 
 
 def test_reclusters_exactly_when_some_clients_masks_are_inconsistent(run):
-    """Algorithm 1 lines 12-16: after the first clustering (round 1), the server re-clusters in a round if and only
-    if the consistency check flags a client (``mscfl_inconsistent_clients`` > 0); measured at seed 0: one
-    re-clustering, at round 7, with 3 clients over tau = 1.1.
+    """Algorithm 1 lines 12-16: after the first clustering (round 0), the server re-clusters in a round if and only
+    if the consistency check flags a client (``mscfl_inconsistent_clients`` > 0); measured at seed 0: re-clusterings
+    at rounds 3 and 6, each with 3 clients over tau = 1.1.
 
     Fails when the server re-clusters after every training round (the consistency check ignored in
     ``MSCFL.aggregate``).
@@ -44,12 +44,12 @@ def test_reclusters_exactly_when_some_clients_masks_are_inconsistent(run):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="masks after one client round do not separate the groups here: ARI after round 1 is 0.125 at seed 0 and "
-    "-0.082 at seed 1 (0.135 with 200 samples per client; 0.125 at seeds 0 and 1 on label-shift digits, 2 label groups); "
-    "the paper reports ~100% (docs/methods.md, Behavioural conformance)",
+    reason="masks after one client round do not separate the groups here: ARI after round 0 is 0.125 at seed 0 "
+    "(before client rounds took one scheduler round: 0.125 at seed 0, -0.082 at seed 1); the paper reports ~100% "
+    "(docs/methods.md, Behavioural conformance)",
 )
 def test_the_first_clustering_by_mask_structure_recovers_the_groups(run):
     """ "Clustering Accuracy Comparison" and Figure 5(b): recorded after the first communication round, MSCFL's
-    clustering accuracy stays around 100% whatever the pruning ratios; here, ARI >= 0.9 after round 1.
+    clustering accuracy stays around 100% whatever the pruning ratios; here, ARI >= 0.9 after round 0.
     """
     assert run.rounds.loc[FIRST, "ari"] >= 0.9

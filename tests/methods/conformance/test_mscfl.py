@@ -74,11 +74,11 @@ def after_training(new_masks: dict[int, str], migrate: bool = True):
     method.hamming[:] = 2
     participants = np.array(list(new_masks))
     mask = torch.as_tensor(rows(*new_masks.values()), dtype=torch.float64).view(len(participants), 2, 4)
-    method.models = {"layer.weight": torch.zeros(2 + len(participants), 2, 4, dtype=torch.float64)}
-    method.pending, method.pending_masks = participants, {"layer.weight": mask}
-    plan = Plan(participants, 2 + np.arange(len(participants)), masks={"layer.weight": mask})
+    method.models = {"layer.weight": torch.zeros(2, 2, 4, dtype=torch.float64)}
+    plan = Plan(participants, method.assignment[participants])
     trained = {"layer.weight": mask.clone()}
-    method.aggregate(1, TrainResult(plan, trained, np.ones(len(participants)), np.zeros(len(participants))))
+    result = TrainResult(plan, trained, np.ones(len(participants)), np.zeros(len(participants)), masks={"layer.weight": mask})
+    method.aggregate(1, result)
     return method
 
 
