@@ -74,6 +74,20 @@ def test_magnitude_masks_prune_the_smallest_entries_of_each_row():
     assert masks["w"].tolist() == [[[1, 0], [1, 0]], [[1, 1], [0, 1]]]
 
 
+def test_channel_pruning_drops_a_conv_layers_weakest_filters_whole_and_dense_entries_by_magnitude():
+    kernel = torch.ones(2, 4, 1, 2, 2) * torch.tensor([[3.0, 0.5, 2.0, 1.0], [0.1, 0.2, 0.3, 0.4]]).view(2, 4, 1, 1, 1)
+    kernel[0, 0, 0, 0, 0] = -9.0
+    kernel[0, 3, 0, 0, 0] = 2.5  # a large entry in a weak filter: unstructured pruning keeps it, channel pruning does not
+    dense = torch.tensor([[[0.5, -0.1], [2.0, 0.05]], [[-3.0, 0.2], [0.1, 1.0]]])
+    models = {"conv": kernel, "fc": dense}
+    masks = magnitude_masks(models, ("conv", "fc"), np.array([0.5, 0.25]), channels=True)
+    assert masks["conv"].shape == kernel.shape
+    assert masks["conv"].amax((2, 3, 4)).tolist() == [[1, 0, 1, 0], [0, 1, 1, 1]]
+    assert bool((masks["conv"] == masks["conv"].amax((2, 3, 4), keepdim=True)).all())  # whole channels
+    assert masks["fc"].tolist() == magnitude_masks(models, ("fc",), np.array([0.5, 0.25]))["fc"].tolist()
+    assert magnitude_masks(models, ("conv",), np.array([0.5, 0.25]))["conv"][0, 3, 0, 0, 0] == 1
+
+
 def test_masked_average_uses_only_participants_that_retained_each_entry():
     bank = {"w": torch.tensor([[9.0, 9.0, 9.0], [7.0, 7.0, 7.0]]), "b": torch.tensor([[0.0], [5.0]])}
     trained = {"w": torch.tensor([[1.0, 2.0, 0.0], [3.0, 0.0, 0.0], [4.0, 4.0, 4.0]]), "b": torch.tensor([[1.0], [4.0], [8.0]])}
@@ -135,6 +149,8 @@ def test_bad_parameters_name_the_field():
         load_method("mscfl", {"tau": "0"})
     with pytest.raises(ConfigError, match="clusters"):
         load_method("mscfl", {"clusters": "x"})
+    with pytest.raises(ConfigError, match="pruning must be one of"):
+        load_method("mscfl", {"pruning": "random"})
 
 
 MASK_FLOATS = -(-(64 * 200 + 200 * 200 + 200 * 10) // 32)  # one bit per weight of the MLP on 8x8 digits
