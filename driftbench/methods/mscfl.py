@@ -13,7 +13,7 @@ participants that retained the entry (the intersection of retained parameters).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -22,7 +22,7 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 from sklearn.metrics import silhouette_score
 
-from driftbench.config import require
+from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.engine.batched import Params
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Phase, Plan, ProxParams, RunContext, TrainResult, sample_participants
@@ -55,7 +55,7 @@ class MSCFLParams(ProxParams):
     tau: float = 1.1
     clusters: int = 0
     migrate: bool = True
-    pruning: str = "magnitude"
+    pruning: str = field(default="magnitude", metadata={RECORDED_WHEN_SET: True})
 
     def __post_init__(self) -> None:
         super().__post_init__()
