@@ -31,7 +31,7 @@ def run(tmp_path_factory):
 def test_reclusters_exactly_when_some_clients_masks_are_inconsistent(run):
     """Algorithm 1 lines 12-16: after the first clustering (round 0), the server re-clusters in a round if and only
     if the consistency check flags a client (``mscfl_inconsistent_clients`` > 0); measured at seed 0: re-clusterings
-    at rounds 3 and 6, each with 3 clients over tau = 1.1.
+    at rounds 3 and 6, with 4 and 2 clients over tau = 1.1.
 
     Fails when the server re-clusters after every training round (the consistency check ignored in
     ``MSCFL.aggregate``).
@@ -44,8 +44,8 @@ def test_reclusters_exactly_when_some_clients_masks_are_inconsistent(run):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="masks after one client round do not separate the groups here: ARI after round 0 is 0.125 at seed 0 "
-    "(before client rounds took one scheduler round: 0.125 at seed 0, -0.082 at seed 1); the paper reports ~100% "
+    reason="masks after one client round do not separate the orientations here: ARI after round 0 is 0.125 at seed 0, "
+    "with 1 or 10 pre-training epochs; the paper reports ~100% for label groups and nothing for rotation "
     "(docs/methods.md, Behavioural conformance)",
 )
 def test_the_first_clustering_by_mask_structure_recovers_the_groups(run):
