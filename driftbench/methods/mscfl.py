@@ -100,7 +100,6 @@ def magnitude_masks(models: Params, names: tuple[str, ...], ratios: np.ndarray, 
         p = models[name]
         by_channel = channels and p.dim() > 3  # a bank's conv kernels: rows x out x in x height x width
         scores = p.abs().reshape(len(p), p.shape[1], -1).sum(2) if by_channel else p.reshape(len(p), -1).abs()
-        work.charge(2 * work.sort(*scores.shape))
         ranks = scores.argsort(dim=1, stable=True).argsort(dim=1, stable=True)
         pruned = torch.as_tensor(np.rint(ratios * scores.shape[1]), device=p.device)
         kept = (ranks >= pruned[:, None]).to(p.dtype)
