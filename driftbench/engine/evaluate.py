@@ -34,10 +34,46 @@ def per_client_mean(
 
     One forward pass per model and chunk: all clients served by the same model are processed together.
     """
+    total = np.zeros(len(windows))
+    lengths = np.array([len(w) for w in windows])
+    for clients, _, values in _sample_passes(model, data, bank, model_of_client, windows, label_maps, rotations, statistic):
+        total += np.bincount(clients, weights=values, minlength=len(windows))
+    means: np.ndarray = total / np.maximum(lengths, 1)
+    return means
+
+
+@torch.no_grad()
+def per_sample(
+    model: nn.Module,
+    data: DevicePool,
+    bank: Params,
+    model_of_client: np.ndarray,
+    windows: list[np.ndarray],
+    label_maps: np.ndarray,
+    rotations: np.ndarray,
+    statistic: str = "accuracy",
+) -> np.ndarray:
+    """Accuracy (0 or 1) or loss of every sample of the concatenated windows, in that order; ``per_client_mean``'s passes."""
+    out = np.zeros(sum(len(w) for w in windows))
+    for _, rows, values in _sample_passes(model, data, bank, model_of_client, windows, label_maps, rotations, statistic):
+        out[rows] = values
+    return out
+
+
+def _sample_passes(
+    model: nn.Module,
+    data: DevicePool,
+    bank: Params,
+    model_of_client: np.ndarray,
+    windows: list[np.ndarray],
+    label_maps: np.ndarray,
+    rotations: np.ndarray,
+    statistic: str,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per model and chunk of its clients' samples: each sample's client, its row in the concatenated windows, its value."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
-    lengths, owner, idx, maps = _flatten(windows, label_maps, data.device)
-    total = np.zeros(len(windows))
+    _, owner, idx, maps = _flatten(windows, label_maps, data.device)
     for m in np.unique(model_of_client):
         params = {n: p[m] for n, p in bank.items()}
         rows = np.flatnonzero(model_of_client[owner] == m)
@@ -50,9 +86,7 @@ def per_client_mean(
                 values = logits.argmax(1) == y[:, 0]
             else:
                 values = F.cross_entropy(logits, y[:, 0], reduction="none")
-            total += np.bincount(clients, weights=values.double().cpu().numpy(), minlength=len(windows))
-    means: np.ndarray = total / np.maximum(lengths, 1)
-    return means
+            yield clients, chunk, values.double().cpu().numpy()
 
 
 def client_gradients(

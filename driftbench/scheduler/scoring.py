@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 
 from driftbench.engine.device_data import LocalWork
-from driftbench.engine.evaluate import per_client_mean
+from driftbench.engine.evaluate import per_client_mean, per_sample
 from driftbench.methods.base import Plan
 from driftbench.record.schema import Scorecard
 from driftbench.record.scorecard import column_means, reactions_of, scorecard, segment_ends, segment_starts
 from driftbench.scheduler.clients import RoundClients
-from driftbench.traces.model import Trace
+from driftbench.traces.model import ClientStream, Trace
 
 
 class ScorecardPasses:
@@ -29,6 +29,7 @@ class ScorecardPasses:
         self.columns = np.stack([trace.segments_at(int(s)) for s in self.starts])  # (S, K): each client's segment at each start
         self.matrix: list[list[float]] = []
         self.prequential: list[list[float]] = []
+        self.distinct: DistinctTests | None = None
 
     def state(self) -> dict[str, Any]:
         """The passes' results so far, for a checkpoint."""
@@ -53,15 +54,17 @@ class ScorecardPasses:
     def segment_end(self, rnd: int, side: RoundClients, assignment: np.ndarray) -> None:
         """At a segment's last round, add the matrix row: every client's model on its test data of every segment.
 
-        ``side`` is any ``RoundClients`` of the run; all (segment, client) pairs go through one pass per model.
+        A client's test windows of different segments overlap, so each distinct (sample, label map,
+        rotation) of a client is scored once under its model and the windows average those scores.
         """
         if rnd not in self.ends:
             return
-        segments, clients = self.columns.shape
-        per_pair = RoundClients(
-            side.stream, self.columns.reshape(-1), side.pool_y, side.model, side.data, side.method, side.train
-        )
-        accuracy = per_pair.accuracy(np.tile(assignment, segments)).reshape(segments, clients)
+        if self.distinct is None:
+            self.distinct = DistinctTests(side.stream, self.columns)
+        d = self.distinct
+        with side.precision():
+            scores = per_sample(side.model, side.data, side.bank(), assignment[d.owner], d.windows, d.maps, d.rotations)
+        accuracy = d.window_means(scores).reshape(self.columns.shape)
         bounds = self.trace.seg_test[self.columns]
         self.matrix.append(column_means(accuracy.T, (bounds[..., 1] > bounds[..., 0]).T).tolist())
 
@@ -78,3 +81,43 @@ class ScorecardPasses:
             [e.kind for e in events],
             reactions_of(method_events),
         )
+
+
+class DistinctTests:
+    """Each client's distinct test samples over all of its ``columns`` segments, one window per (label map, rotation).
+
+    ``window_means`` turns scores of those samples (``per_sample`` order) into each (segment, client) pair's mean,
+    in ``columns.reshape(-1)`` order, 0 for an empty window.
+    """
+
+    def __init__(self, stream: ClientStream, columns: np.ndarray) -> None:
+        self.windows: list[np.ndarray] = []
+        owners, maps, rotations = [], [], []
+        pair_rows: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * columns.size
+        offset = 0
+        for client in range(columns.shape[1]):
+            segments = columns[:, client]
+            keys = np.stack([stream.seg_map[segments], stream.seg_rotation[segments]], axis=1)
+            for key in np.unique(keys, axis=0):
+                rows = np.flatnonzero((keys == key).all(axis=1))
+                tests = [stream.test_indices(int(segments[r])) for r in rows]
+                union = np.unique(np.concatenate(tests))
+                for r, window in zip(rows, tests):
+                    pair_rows[r * columns.shape[1] + client] = offset + np.searchsorted(union, window)
+                self.windows.append(union)
+                owners.append(client)
+                maps.append(stream.label_maps[key[0]])
+                rotations.append(key[1])
+                offset += len(union)
+        self.owner = np.array(owners, dtype=np.int64)
+        self.maps = np.array(maps).reshape(len(owners), -1)
+        self.rotations = np.array(rotations, dtype=np.int64)
+        self.lengths = np.array([len(r) for r in pair_rows])
+        self.rows = np.concatenate(pair_rows).astype(np.int64)
+        self.pair_of_row = np.repeat(np.arange(columns.size), self.lengths)
+
+    def window_means(self, scores: np.ndarray) -> np.ndarray:
+        """Mean score of each (segment, client) pair's window."""
+        totals = np.bincount(self.pair_of_row, weights=scores[self.rows], minlength=len(self.lengths))
+        means: np.ndarray = totals / np.maximum(self.lengths, 1)
+        return means
