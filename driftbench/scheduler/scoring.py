@@ -29,7 +29,7 @@ class ScorecardPasses:
         self.columns = np.stack([trace.segments_at(int(s)) for s in self.starts])  # (S, K): each client's segment at each start
         self.matrix: list[list[float]] = []
         self.prequential: list[list[float]] = []
-        self.distinct: DistinctTests | None = None
+        self.distinct = DistinctTests(trace.stream, self.columns)
 
     def state(self) -> dict[str, Any]:
         """The passes' results so far, for a checkpoint."""
@@ -59,8 +59,6 @@ class ScorecardPasses:
         """
         if rnd not in self.ends:
             return
-        if self.distinct is None:
-            self.distinct = DistinctTests(side.stream, self.columns)
         d = self.distinct
         with side.precision():
             scores = per_sample(side.model, side.data, side.bank(), assignment[d.owner], d.windows, d.maps, d.rotations)
