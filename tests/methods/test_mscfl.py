@@ -20,6 +20,7 @@ from driftbench.methods.mscfl import (
     structure_clusters,
     structure_similarity,
 )
+from driftbench.methods.server_work import counting
 from driftbench.train_config import TrainConfig
 from tests.methods.fakes import ScriptedClients, events, queries
 
@@ -69,7 +70,9 @@ def test_hamming_distance_of_packed_masks_and_the_consistency_rule():
 
 def test_magnitude_masks_prune_the_smallest_entries_of_each_row():
     w = torch.tensor([[[0.5, -0.1], [2.0, 0.05]], [[-3.0, 0.2], [0.1, 1.0]]])
-    masks = magnitude_masks({"w": w, "b": torch.ones(2, 2)}, ("w",), np.array([0.5, 0.25]))
+    with counting() as server:
+        masks = magnitude_masks({"w": w, "b": torch.ones(2, 2)}, ("w",), np.array([0.5, 0.25]))
+    assert server.flops == 0  # the clients prune (Phase.prune): none of it is the server's work
     assert set(masks) == {"w"}
     assert masks["w"].tolist() == [[[1, 0], [1, 0]], [[1, 1], [0, 1]]]
 
