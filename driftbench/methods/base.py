@@ -10,13 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 import torch
 
 from driftbench.config import require
 from driftbench.engine.batched import Params
+from driftbench.engine.batched import Params as NamedTensors  # in Method's body, Params names the parameter dataclass
 from driftbench.engine.evaluate import DataSummary, OutputSummary
 from driftbench.engine.features import FeaturePenalty
 from driftbench.errors import ConfigError, RunError
@@ -25,6 +26,7 @@ from driftbench.methods.aggregators import check_aggregator, flower_average, loa
 from driftbench.methods.events import EventLog
 from driftbench.train_config import TrainConfig
 
+T = TypeVar("T")
 FLOAT_BYTES = 4  # traffic is counted as float32, whatever the compute dtype
 
 
@@ -185,6 +187,11 @@ class ClientSide(Protocol):
     def trained_outputs(self, clients: np.ndarray, params: Params, summarize: OutputSummary) -> np.ndarray:
         """Stacked ``summarize(features, probs, labels)`` of each client's window under its own model (``params`` row)."""
 
+    def local_models(
+        self, clients: np.ndarray, params: Params, rounds: int, rng: np.random.Generator, masks: Params | None
+    ) -> Params:
+        """Each client's ``params`` row trained ``rounds`` rounds of local steps on its window, without federation."""
+
 
 class ClientQueries:
     """The clients' side of one round as a method sees it: answers requests and counts what they cost.
@@ -262,6 +269,17 @@ class ClientQueries:
         self._charge(clients, 0, values.shape[1], 1, FORWARD_PASS)
         return values
 
+    def local_models(
+        self, clients: np.ndarray, params: Params, rounds: int, rng: np.random.Generator, masks: Params | None = None
+    ) -> Params:
+        """Each client trains its row of ``params`` for ``rounds`` rounds of local steps (``masks``: entries it may
+        change) and uploads the result; counted as one model download and upload and ``rounds`` passes each."""
+        clients = np.asarray(clients)
+        values = self._timed(self._side.local_models, clients, params, rounds, rng, masks)
+        upload = sum(p[0].numel() for p in params.values())
+        self._charge(clients, 1, upload, rounds, 1.0)
+        return values
+
     def ground_truth(self) -> np.ndarray:
         """Every client's true group now; only for methods marked ``oracle``."""
         if self._truth is None:
@@ -281,7 +299,7 @@ class ClientQueries:
             np.add.at(self._traffic.upload, clients, up)
             np.add.at(self._traffic.work, clients, passes * pass_cost)
 
-    def _timed(self, fn: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
+    def _timed(self, fn: Callable[..., T], *args: Any) -> T:
         started = time.perf_counter()
         try:
             with server_work.paused():
@@ -345,6 +363,21 @@ class Method:
     def aggregate(self, rnd: int, result: TrainResult) -> None:
         """Fold the participants' trained models into the bank (the aggregator per model, by sample counts)."""
         self.models = self.average(result)
+
+    def admit(self, newcomers: np.ndarray, clients: ClientQueries, rng: np.random.Generator) -> NamedTensors:
+        """The model each client joining after the run starts from (a row per newcomer; FedDAG B.6).
+
+        Default: of the models serving clients, the one with the lowest loss on the newcomer's
+        window (IFCA's cluster estimate), the rule for every method whose paper gives none.
+        """
+        serving = np.unique(self.assignment)
+        choice = serving[np.argmin(clients.losses(newcomers, serving), axis=1)] if len(serving) > 1 else serving[:1]
+        rows = torch.as_tensor(np.broadcast_to(choice, len(newcomers)).copy())
+        return {n: p[rows.to(p.device)] for n, p in self.models.items()}
+
+    def newcomer_masks(self, count: int) -> NamedTensors | None:
+        """Entries ``count`` newcomers may change when they train their placed models (None: every entry)."""
+        return None
 
     def average(
         self, result: TrainResult, clusters: np.ndarray | None = None, weights: np.ndarray | None = None

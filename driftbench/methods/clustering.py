@@ -307,12 +307,14 @@ def principal_vectors(inputs: torch.Tensor, labels: torch.Tensor, p: int) -> np.
     return u.reshape(-1).cpu().numpy()
 
 
-def smallest_principal_angles(bases: torch.Tensor) -> torch.Tensor:
-    """Smallest principal angle in degrees between every pair of subspaces (bases: n x D x p, orthonormal columns)."""
+def smallest_principal_angles(bases: torch.Tensor, others: torch.Tensor | None = None) -> torch.Tensor:
+    """Smallest principal angle in degrees between each subspace of ``bases`` and each of ``others`` (default:
+    ``bases``; each n x D x p, orthonormal columns): len(bases) x len(others)."""
+    others = bases if others is None else others
     n, dim, p = bases.shape
-    work.charge(n * n * (work.matmul(p, dim, p) + work.svd(p, p)))
+    work.charge(n * len(others) * (work.matmul(p, dim, p) + work.svd(p, p)))
     rows = []
     for i in range(0, len(bases), ANGLE_CHUNK):
-        largest = torch.linalg.svdvals(torch.einsum("adp,bdq->abpq", bases[i : i + ANGLE_CHUNK], bases))[..., 0]
+        largest = torch.linalg.svdvals(torch.einsum("adp,bdq->abpq", bases[i : i + ANGLE_CHUNK], others))[..., 0]
         rows.append(torch.rad2deg(torch.arccos(largest.clamp(-1, 1))))
     return torch.cat(rows)

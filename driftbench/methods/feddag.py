@@ -24,6 +24,11 @@ Choices where the paper is open (one line each; tests/methods/conformance/test_f
   matrix without cluster structure no count holds for long and the lowest loss, i.e. the most clusters, wins;
 - lam, gamma, tau (unset in the paper) pick B.10's planted 11 groups: 0.1, 1, 1.
 
+Newcomers (A.8, Algorithm 4): each warms up ``warmup_rounds`` rounds from the initial model like a shifted client,
+learns its own fusion weight (the others' fixed), and one hierarchical pass at the chosen alpha places it as it
+places a shifted client, except that one with no settled HC-mate joins the existing cluster nearest it on average
+(Algorithm 4 line 14 takes an existing cluster's models; a shifted client there founds a new cluster).
+
 Counting: warm-up rounds go through ordinary plans, so each warm-up round counts one model
 download and upload per client (conservative: the paper's client keeps its model and uploads
 only the sparse update); the sparse update is the uploaded model's subset and is not counted
@@ -32,7 +37,7 @@ again. Principal vectors, counts and histograms go through client queries, which
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -195,8 +200,9 @@ class FedDAGSingle(Method):
     def merge_extra_rows(self, before: NamedTensors, after: NamedTensors) -> None:
         """Fold rows beyond the cluster and local models back into the bank (none for the single encoder)."""
 
-    def place(self, done: np.ndarray, clients: ClientQueries) -> None:
-        """Collect the finished clients' uploads, refresh the proximity matrix and cluster (all clients) or place them."""
+    def place(self, done: np.ndarray, clients: ClientQueries, found: bool = True) -> None:
+        """Collect the finished clients' uploads, refresh the proximity matrix and cluster (all clients) or place them
+        (``reassign``; ``found``: whether a client with no settled HC-mate founds a cluster)."""
         rows = np.flatnonzero(np.isin(self.warming, done))
         flat = torch.cat([(self.local[n][rows] - self.initial[n]).reshape(len(rows), -1) for n in self.initial], dim=1)
         work.charge(flat.numel())
@@ -218,7 +224,7 @@ class FedDAGSingle(Method):
         adjacency = fuse(gradient, data, self.weights)
         local = {n: p[rows] for n, p in self.local.items()}
         if self.num_clusters:
-            self.reassign(done, cut(adjacency, self.alpha), local, counts.sum(axis=1))
+            self.reassign(done, cut(adjacency, self.alpha), local, counts.sum(axis=1), adjacency if not found else None)
         else:
             s = self.params
             labels, self.alpha = optimal_clustering(adjacency, s.threshold_step, s.lam, s.gamma, s.tau)
@@ -232,8 +238,11 @@ class FedDAGSingle(Method):
         self.local = {n: p[torch.as_tensor(np.flatnonzero(keep), device=p.device)] for n, p in self.local.items()}
         self.clusters_changed()
 
-    def reassign(self, done: np.ndarray, labels: np.ndarray, local: NamedTensors, sizes: np.ndarray) -> None:
-        """A placed client joins the cluster of most settled HC-mates; HC clusters with no settled client become new ones."""
+    def reassign(
+        self, done: np.ndarray, labels: np.ndarray, local: NamedTensors, sizes: np.ndarray, nearest: np.ndarray | None
+    ) -> None:
+        """A placed client joins the cluster of most settled HC-mates. One with none founds a new cluster per HC
+        cluster or, given the fused distances ``nearest``, joins the existing cluster nearest it on average."""
         settled = ~np.isin(np.arange(self.ctx.num_clients), np.concatenate([done, self.warming]))
         before = self.assignment[done]
         fresh: dict[int, int] = {}
@@ -242,6 +251,10 @@ class FedDAGSingle(Method):
             mates = settled & (labels == labels[client])
             if mates.any():
                 self.assignment[client] = np.bincount(self.assignment[mates]).argmax()
+            elif nearest is not None:
+                clusters = np.unique(self.assignment[settled])
+                distance = [nearest[client, settled & (self.assignment == z)].mean() for z in clusters]
+                self.assignment[client] = clusters[int(np.argmin(distance))]
             else:
                 self.assignment[client] = fresh.setdefault(int(labels[client]), self.num_clusters + len(fresh))
                 new[k] = 1
@@ -259,6 +272,33 @@ class FedDAGSingle(Method):
 
     def clusters_changed(self) -> None:
         """Hook after clusters change (the dual encoder rebuilds its CC-graph)."""
+
+    def admit(self, newcomers: np.ndarray, clients: ClientQueries, rng: np.random.Generator) -> NamedTensors:
+        """Algorithm 4: newcomers warm up locally, upload their sparse updates and subspaces, and are placed (``place``)."""
+        self.grow(len(newcomers), rng)
+        start = replicate(self.initial, len(newcomers))
+        masks = self.masks(0, len(newcomers), 0)
+        self.local = clients.local_models(newcomers, start, self.params.warmup_rounds, rng, masks)
+        self.warming, self.warm_done = newcomers, np.full(len(newcomers), self.params.warmup_rounds)
+        self.place(newcomers, clients, found=False)
+        rows = torch.as_tensor(self.assignment[newcomers])
+        return {n: p[rows.to(p.device)] for n, p in self.clusters.items()}
+
+    def newcomer_masks(self, count: int) -> NamedTensors | None:
+        """A newcomer trains what a sampled client trains (the dual encoder: primary encoder and classifier)."""
+        return self.masks(count, 0, 0)
+
+    def grow(self, count: int, rng: np.random.Generator) -> None:
+        """Room for ``count`` more clients in every per-client array; their fusion weights start uniform in [0, 1]."""
+        self.ctx = replace(self.ctx, num_clients=self.ctx.num_clients + count)
+
+        def padded(values: np.ndarray, axes: int = 1) -> np.ndarray:
+            return np.pad(values, [(0, count)] * axes + [(0, 0)] * (values.ndim - axes))
+
+        self.sparse_updates, self.counts, self.bases = padded(self.sparse_updates), padded(self.counts), padded(self.bases)
+        self.reference, self.angles = padded(self.reference), padded(self.angles, 2)
+        self.weights = np.concatenate([self.weights, rng.uniform(size=count)])
+        self.assignment = np.concatenate([self.assignment, np.zeros(count, dtype=np.int64)])
 
     def check_shifts(self, clients: ClientQueries) -> None:
         """Eq. 41 on settled clients' label histograms; shifted clients restart a warm-up from the initial model."""
@@ -287,7 +327,9 @@ class FedDAG(FedDAGSingle):
       download and upload, and the clock runs the two phases side by side, not one after the other;
     - warm-up trains the primary encoder and classifier; a cluster's primary encoder is the
       sample-weighted mean of its members' (Eq. 22), its secondary encoder and classifier
-      are the initial ones (Algorithm 1, line 14).
+      are the initial ones (Algorithm 1, line 14);
+    - a newcomer starts from its cluster's model, secondary encoder included, where Algorithm 4 line 15 sums the
+      related clusters' secondary encoders (the cluster's own already takes in their changes, Eq. 21).
     """
 
     name = "feddag"

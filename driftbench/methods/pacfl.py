@@ -7,6 +7,8 @@ Choices (the paper; its authors' code, MMorafah/PACFL; driftbench):
   the authors' released CIFAR-10 script, used on every trace; the code's "average" is WPGMA).
 - One shot at round 0 over every client; clusters never change afterwards (drifted clients keep theirs).
 - Every cluster model starts from the same initial model; no local fine-tuning of cluster models.
+- A newcomer (its section on newcomers) uploads its vectors and joins the cluster of least average angle to its
+  members: the average linkage the clustering merges by, without re-clustering.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from sklearn.cluster import AgglomerativeClustering
 
 from driftbench.config import require
+from driftbench.engine.batched import Params as NamedTensors  # in the class body, Params names the parameter dataclass
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
 from driftbench.methods.clustering import kernel_device, principal_vectors, smallest_principal_angles
@@ -59,12 +62,24 @@ class PACFL(Method):
             n, p = self.ctx.num_clients, self.params.p
             vectors = clients.data(np.arange(n), partial(principal_vectors, p=p))
             stacked = torch.as_tensor(vectors, device=kernel_device(vectors.size)).reshape(n, -1, p)
+            self.vectors = stacked
             angles = smallest_principal_angles(stacked).cpu().numpy()
             self.measure_angles(angles[~np.eye(n, dtype=bool)])
             self.assignment = angle_clusters(angles, self.params.threshold)
             self.events.clustering(self.assignment)
             self.models = replicate({k: v[0] for k, v in self.models.items()}, int(self.assignment.max()) + 1)
         return self.uniform_plan(rng)
+
+    def admit(self, newcomers: np.ndarray, clients: ClientQueries, rng: np.random.Generator) -> NamedTensors:
+        """Each newcomer uploads its principal vectors and joins the cluster of least average angle to its members."""
+        p = self.params.p
+        vectors = clients.data(newcomers, partial(principal_vectors, p=p))
+        stacked = torch.as_tensor(vectors, device=self.vectors.device).reshape(len(newcomers), -1, p)
+        angles = smallest_principal_angles(stacked, self.vectors).cpu().numpy()
+        clusters = np.unique(self.assignment)
+        average = np.stack([angles[:, self.assignment == z].mean(axis=1) for z in clusters], axis=1)
+        rows = torch.as_tensor(clusters[average.argmin(axis=1)])
+        return {n: m[rows.to(m.device)] for n, m in self.models.items()}
 
     def measure_angles(self, pairs: np.ndarray) -> None:
         """Record the smallest, median and largest angle between two clients (the threshold's context)."""

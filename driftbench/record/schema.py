@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import types
-from dataclasses import asdict, dataclass, fields, is_dataclass
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
@@ -28,7 +28,8 @@ SCHEMA_VERSION = 6
 # 1: untyped, measured server time; 2: typed; 3: events, recovery outcomes, multi-group ARI, extra_* bytes;
 # 4: time-to-accuracy with its target rule and outcome, streaming accuracy, degeneracy flags;
 # 5: the drift scorecard (segment accuracy matrix, prequential accuracy, drift detection), degeneracy flag
-#    collapse_without_drift
+#    collapse_without_drift; 6: clients' query seconds, and later newcomer_accuracy, with a default: records
+#    written before it read it as null
 
 TTA_OUTCOMES = ("reached", "not_reached", "not_distinguishable")
 DEGENERACIES = ("one_cluster", "clustering_unchanged", "collapse_without_drift")
@@ -207,6 +208,7 @@ class Summary:
     status: str  # "ok" | "diverged"
     diverged_round: int | None
     run_dir: str
+    newcomer_accuracy: float | None = None  # the trace's newcomers' mean test accuracy after joining; null without newcomers
 
 
 @dataclass(frozen=True)
@@ -303,17 +305,22 @@ def run_state(run: Path) -> str:
 
 
 def from_plain(cls: type[D], data: Any, where: str) -> D:
-    """The dataclass ``cls`` from its JSON form, checking every field's presence and type."""
+    """The dataclass ``cls`` from its JSON form, checking every field's presence and type.
+
+    A field with a default may be absent: it was added to the version after records were written.
+    """
     if not isinstance(data, dict):
         raise RunError(f"{where}: expected a table for {cls.__name__}, got {type(data).__name__}")
     names = [f.name for f in fields(cls)]
-    missing, extra = [n for n in names if n not in data], sorted(set(data) - set(names))
+    optional = {f.name for f in fields(cls) if f.default is not MISSING}
+    missing = [n for n in names if n not in data and n not in optional]
+    extra = sorted(set(data) - set(names))
     if missing or extra:
         raise RunError(
             f"{where}: not a {cls.__name__} of schema version {SCHEMA_VERSION} (missing {missing}, unexpected {extra})"
         )
     hints = get_type_hints(cls)
-    return cls(**{n: _typed(hints[n], data[n], f"{where}: {n}") for n in names})
+    return cls(**{n: _typed(hints[n], data[n], f"{where}: {n}") for n in names if n in data})
 
 
 def _typed(kind: Any, value: Any, where: str) -> Any:

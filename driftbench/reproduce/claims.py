@@ -159,6 +159,7 @@ METRICS: dict[str, Metric] = {
     ),
     "delta_permille_stable": Metric(stable_delta, "no final accuracy"),
     "peak_accuracy": Metric(peak_accuracy, "no evaluation", "{:.3f}"),
+    "newcomer_accuracy": Metric(lambda s, _: s.newcomer_accuracy, "no newcomers (the trace's newcomers is 0)", "{:.3f}"),
     "pre_drift_accuracy": Metric(pre_drift, "no evaluation before a drift event", "{:.3f}"),
     "ari_mean": Metric(lambda s, _: s.ari_mean, "no evaluation whose ground truth has >= 2 groups", "{:.3f}"),
     "n_clusters_final": Metric(lambda s, _: s.n_clusters_final, "no cluster count"),

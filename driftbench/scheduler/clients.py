@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 import numpy as np
 import torch
 
-from driftbench.engine.batched import Params
+from driftbench.engine.batched import BatchedTrainer, Params
 from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
 from driftbench.engine.evaluate import (
     DataSummary,
@@ -42,9 +42,10 @@ class RoundClients:
         data: DevicePool,
         method: Method,
         train: TrainConfig,
+        trainer: BatchedTrainer,
     ) -> None:
         self.stream, self.segments, self.pool_y = stream, segments, pool_y
-        self.model, self.data, self.method, self.train = model, data, method, train
+        self.model, self.data, self.method, self.train, self.trainer = model, data, method, train, trainer
 
     def bank(self) -> Params:
         """The method's model bank as it is now."""
@@ -123,6 +124,19 @@ class RoundClients:
                 for k in range(len(clients))
             ]
         return np.concatenate(rows) if rows else np.zeros((0, 0))
+
+    def local_models(
+        self, clients: np.ndarray, params: Params, rounds: int, rng: np.random.Generator, masks: Params | None
+    ) -> Params:
+        """Each client's ``params`` row trained ``rounds`` x the trace's local steps on its window, in one go."""
+        work = self.work(clients, rng, Phase(local_steps=rounds * self.train.local_steps))
+        return self.trainer.train(params, work, self.train, 0.0, masks, ()).params
+
+    def test_accuracy(self, clients: np.ndarray, params: Params) -> np.ndarray:
+        """Each client's test accuracy with its own model (``params`` row k for ``clients[k]``)."""
+        with self.precision():
+            rows = np.arange(len(clients))
+            return per_client_mean(self.model, self.data, params, rows, *self.views(clients, test=True), "accuracy")
 
     def inputs(self, clients: np.ndarray, summarize: DataSummary) -> np.ndarray:
         """Stacked ``summarize(inputs, labels)`` of each client's window."""

@@ -22,8 +22,8 @@ from driftbench.engine.device_data import DevicePool, resolve_device
 from driftbench.engine.features import classifier_name
 from driftbench.engine.models import build_model, forward_flops
 from driftbench.errors import RunError, WriteError
-from driftbench.methods.base import ClientQueries, Plan, RoundTraffic, RunContext, TrainResult
-from driftbench.methods.events import clusters_in_use
+from driftbench.methods.base import ClientQueries, Overhead, Phase, Plan, RoundTraffic, RunContext, TrainResult
+from driftbench.methods.events import EventLog, clusters_in_use
 from driftbench.methods.server_work import counting
 from driftbench.record.files import run_dir
 from driftbench.record.metrics import (
@@ -43,7 +43,7 @@ from driftbench.scheduler.recorder import Recorder
 from driftbench.scheduler.scoring import ScorecardPasses
 from driftbench.scheduler.spec import RunSpec, run_config
 
-BATCH_STREAM, METHOD_STREAM = 1, 2  # independent RNG streams derived from (seed, stream, round)
+BATCH_STREAM, METHOD_STREAM, NEWCOMER_STREAM = 1, 2, 3  # independent RNG streams derived from (seed, stream, round)
 log = logging.getLogger("driftbench")
 
 
@@ -96,7 +96,7 @@ class Scheduler:
     """The state of one run: the method (with its model bank), the engine, the clock and the evaluated rows."""
 
     def __init__(self, spec: RunSpec) -> None:
-        self.spec, self.trace, self.train = spec, spec.trace, spec.train
+        self.spec, self.trace, self.train = spec, spec.trace.incumbents(), spec.train
         self.device = resolve_device(spec.device)
         dtype = getattr(torch, self.train.dtype)
         self.model = build_model(
@@ -117,7 +117,7 @@ class Scheduler:
             self.ctx.model_bytes,
         )
         out = run_dir(spec.out, spec.trace.name, spec.method.name, spec.seed)
-        self.recorder = Recorder(out, run_config(spec, self.device, self.trace.content_hash()))
+        self.recorder = Recorder(out, run_config(spec, self.device, spec.trace.content_hash()))
         self.rows: list[RoundRow] = []
         self.partition = self.method.assignment.copy()
         self.change_rounds: list[int] = []  # rounds > 0 at whose end the partition of clients changed
@@ -207,7 +207,7 @@ class Scheduler:
 
     def clients(self, segments: np.ndarray) -> RoundClients:
         """The clients' side of the round whose segments are ``segments``."""
-        return RoundClients(self.stream, segments, self.spec.pool.y, self.model, self.data, self.method, self.train)
+        return RoundClients(self.stream, segments, self.spec.pool.y, self.model, self.data, self.method, self.train, self.trainer)
 
     def step(self, rnd: int) -> bool:
         """One round: reports, plan, local training, aggregation, clock, evaluation; False once diverged."""
@@ -357,8 +357,34 @@ class Scheduler:
             diverged_round=self.diverged_round,
             run_dir=str(self.out),
         )
+        if self.status == "ok" and self.spec.trace.newcomers:  # last: placing newcomers may grow the method's state
+            summary = replace(summary, newcomer_accuracy=self.welcome(), wall_seconds=time.perf_counter() - self.started)
         self.recorder.finish(self.rows, self.method.events, summary, spec.checkpointing.keep)
         return summary
+
+    def welcome(self) -> float:
+        """The newcomers' mean test accuracy: after the last round each joins (FedDAG B.6), the method places it
+        (``Method.admit``), and it trains its placed model ``newcomer_epochs`` local epochs on its window (0: none).
+
+        Their queries count towards no total of the run, and the method's events while placing them are dropped.
+        """
+        trace = self.spec.trace
+        newcomers = np.arange(self.trace.num_clients, trace.num_clients)
+        segments = trace.segments_at(trace.rounds - 1)
+        clients = RoundClients(
+            trace.stream, segments, self.spec.pool.y, self.model, self.data, self.method, self.train, self.trainer
+        )
+        queries = ClientQueries(newcomers, clients, self.ctx.model_bytes, Overhead())
+        rng = np.random.default_rng([self.spec.seed, NEWCOMER_STREAM])
+        events, self.method.events = self.method.events, EventLog()
+        try:
+            start = self.method.admit(newcomers, queries, rng)
+        finally:
+            self.method.events = events
+        if trace.newcomer_epochs:
+            work = clients.work(newcomers, rng, Phase(epochs=trace.newcomer_epochs))
+            start = self.trainer.train(start, work, self.train, 0.0, self.method.newcomer_masks(len(newcomers))).params
+        return float(clients.test_accuracy(newcomers, start).mean())
 
 
 class SigintFlag:

@@ -13,6 +13,7 @@ import numpy as np
 FORMAT_VERSION = 1
 EVENT_KINDS = ("concept", "feature", "label", "arrival")
 Segment = tuple[int, tuple[int, int], tuple[int, int], int, int, int]  # start, train window, test window, map, rotation, group
+SEGMENT_FIELDS = ("seg_start", "seg_train", "seg_test", "seg_map", "seg_rotation", "seg_group")  # one row per segment
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,44 @@ class Trace:
     def num_classes(self) -> int:
         """Number of label classes after label maps."""
         return int(self.label_maps.shape[1])
+
+    @property
+    def newcomers(self) -> int:
+        """How many clients (the last ones) join only after the trace's rounds (``ClientParams.newcomers``)."""
+        return int(self.info.get("params", {}).get("newcomers", 0))
+
+    @property
+    def newcomer_epochs(self) -> float:
+        """Local epochs a newcomer trains its placed model before it is tested (``ClientParams.newcomer_epochs``)."""
+        return float(self.info.get("params", {}).get("newcomer_epochs", 10.0))
+
+    def incumbents(self) -> Trace:
+        """The trace without its newcomers: the clients present during its rounds (itself when it has none).
+
+        Drift events keep their incumbent clients and the whole trace's magnitudes.
+        """
+        n = self.num_clients - self.newcomers
+        if n == self.num_clients:
+            return self
+        if n < 2:
+            raise ValueError(f"trace {self.name}: newcomers={self.newcomers} leaves {n} of {self.num_clients} clients to train")
+        segs = int(self.seg_ptr[n])
+        events = [(e.round, e.clients[e.clients < n], e.kind, e.magnitude) for e in self.events()]
+        events = [e for e in events if len(e[1])]
+        return replace(
+            self,
+            train_ptr=self.train_ptr[: n + 1],
+            train_idx=self.train_idx[: self.train_ptr[n]],
+            test_ptr=self.test_ptr[: n + 1],
+            test_idx=self.test_idx[: self.test_ptr[n]],
+            seg_ptr=self.seg_ptr[: n + 1],
+            **{k: getattr(self, k)[:segs] for k in SEGMENT_FIELDS},
+            event_round=np.array([e[0] for e in events], dtype=np.int64),
+            event_ptr=np.concatenate([[0], np.cumsum([len(e[1]) for e in events])]).astype(np.int64),
+            event_clients=np.concatenate([e[1] for e in events] or [np.zeros(0, np.int64)]),
+            event_magnitude=np.array([e[3] for e in events], dtype=np.float64),
+            info={**self.info, "event_kinds": [e[2] for e in events]},
+        )
 
     @property
     def num_groups(self) -> int:

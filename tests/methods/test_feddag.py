@@ -151,9 +151,23 @@ def test_placed_clients_migrate_to_their_settled_mates_cluster_or_get_a_new_one(
     done = np.array([0, 5])
     method.warming = done  # clients 0 and 5 finished their re-warm-up after a shift
     hc_labels = np.array([1, 0, 0, 1, 1, 2])  # client 0 sits with settled 3 and 4; client 5 with no settled client
-    method.reassign(done, hc_labels, {"w": torch.ones(2, 2, dtype=torch.float64)}, np.ones(2))
+    method.reassign(done, hc_labels, {"w": torch.ones(2, 2, dtype=torch.float64)}, np.ones(2), None)
     assert method.assignment.tolist() == [1, 0, 0, 1, 1, 2] and method.num_clusters == 3
     assert events(method) == [("create", "5", 3.0), ("migrate", "0", None)]
+
+
+def test_a_newcomer_with_no_settled_mate_joins_the_existing_cluster_nearest_on_average():
+    """Algorithm 4 line 14: a newcomer takes an existing cluster's models. Client 5's nearest single client (1, at
+    0.1) is in cluster 0, but cluster 1 is nearer on average (0.3 against 0.6); fails on single linkage or a new cluster."""
+    method = load_method("feddag-single").create()
+    method.setup(context(6, participants=2))
+    method.assignment = np.array([0, 0, 0, 1, 1, 0])
+    method.clusters = replicate({"w": torch.zeros(2, dtype=torch.float64)}, 2)
+    method.warming = done = np.array([5])
+    distance = np.ones((6, 6))
+    distance[5, :5] = [0.9, 0.1, 0.8, 0.3, 0.3]
+    method.reassign(done, np.arange(6), {"w": torch.ones(1, 2, dtype=torch.float64)}, np.ones(1), distance)
+    assert method.assignment[5] == 1 and method.num_clusters == 2
 
 
 TINY = [

@@ -3,9 +3,9 @@
 ``replay`` resolves ``--trace NAME --set KEY=VALUE`` and ``--set method.KEY=VALUE`` as ``driftbench run``
 does and runs ``driftbench.scheduler.run`` on CPU; the test then reads rounds.csv, events.csv,
 diagnostics.csv and summary.json. Where the record holds no per-round partition, ``Replay.partitions``
-holds the method's assignment after every round, ``Replay.participants`` each round's participants, and
-``Replay.local_distance`` how far they moved from the model they started from (the method object is
-watched, never changed).
+holds the method's assignment after every round, ``Replay.participants`` each round's participants,
+``Replay.local_distance`` how far they moved from the model they started from, and ``Replay.admitted`` its
+assignment once it placed the trace's newcomers (the method object is watched, never changed).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import pandas as pd
 import torch
 from sklearn.metrics import adjusted_rand_score
 
-from driftbench.methods.base import Method, TrainResult
+from driftbench.engine.batched import Params
+from driftbench.methods.base import ClientQueries, Method, TrainResult
 from driftbench.methods.catalog import MethodSpec, load_method
 from driftbench.record.files import DIAGNOSTICS, EVENTS, ROUNDS, run_dir
 from driftbench.record.schema import Summary, read_diagnostics, read_events, read_rounds
@@ -38,11 +39,12 @@ class WatchedSpec(MethodSpec):
     partitions: list[np.ndarray] = field(default_factory=list, compare=False)
     participants: list[np.ndarray] = field(default_factory=list, compare=False)
     local_distance: list[float] = field(default_factory=list, compare=False)
+    admitted: list[np.ndarray] = field(default_factory=list, compare=False)
 
     def create(self) -> Method:
-        """A fresh instance whose ``aggregate`` is watched (an instance attribute: the class stays untouched)."""
+        """A fresh instance whose ``aggregate`` and ``admit`` are watched (instance attributes: the class stays untouched)."""
         method = super().create()
-        aggregate = method.aggregate
+        aggregate, admit = method.aggregate, method.admit
 
         def watched(rnd: int, result: TrainResult) -> None:
             start = {n: p[torch.as_tensor(result.plan.start_models, device=p.device)] for n, p in method.models.items()}
@@ -51,7 +53,13 @@ class WatchedSpec(MethodSpec):
             aggregate(rnd, result)
             self.partitions.append(method.assignment.copy())
 
+        def watched_admit(newcomers: np.ndarray, clients: ClientQueries, rng: np.random.Generator) -> Params:
+            start = admit(newcomers, clients, rng)
+            self.admitted.append(method.assignment.copy())
+            return start
+
         setattr(method, "aggregate", watched)  # noqa: B010
+        setattr(method, "admit", watched_admit)  # noqa: B010
         return method
 
 
@@ -73,6 +81,7 @@ class Replay:
     partitions: np.ndarray  # rounds x clients: the method's assignment after each round
     participants: list[np.ndarray]  # per round: the clients that trained
     local_distance: np.ndarray  # per round: participants' mean distance from their start model
+    admitted: np.ndarray | None  # the method's assignment right after it placed the trace's newcomers (None: none)
 
     def truth(self, rnd: int) -> np.ndarray:
         """Every client's true group at round ``rnd``."""
@@ -141,4 +150,5 @@ def replay(
         np.stack(spec.partitions),
         spec.participants,
         np.asarray(spec.local_distance),
+        spec.admitted[0] if spec.admitted else None,
     )
