@@ -16,7 +16,7 @@ from scipy.optimize import linear_sum_assignment
 
 from driftbench.methods import server_work as work
 from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult
-from driftbench.methods.clustering import ClusterCountParams, flat_updates, kmeans_of_few, unit_vectors
+from driftbench.methods.clustering import ClusterCountParams, flat_updates, kmeans_of_few
 
 
 class Auxo(Method):
@@ -52,7 +52,7 @@ class Auxo(Method):
     def regroup(self, ids: np.ndarray, updates: np.ndarray) -> None:
         """k-means of the unit updates; groups matched to cohorts by overlap; new cohorts copy their source model."""
         k = min(self.params.k, len(ids))
-        model = kmeans_of_few(unit_vectors(updates), k, self.ctx.seed)
+        model = kmeans_of_few(updates, k, self.ctx.seed, unit=True)
         groups = model.labels_
         work.charge(work.fitted_kmeans(model, *updates.shape))
         before = self.assignment[ids]

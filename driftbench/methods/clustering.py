@@ -132,27 +132,35 @@ DUPLICATE_SCALE = 1e-9  # row pairs this close (squared, relative to the largest
 KMEANS_TOL = 1e-4  # scikit-learn's default: Lloyd stops once the centers move less than this x the mean coordinate variance
 
 
-def span_coordinates(points: np.ndarray) -> np.ndarray:
+def span_coordinates(points: np.ndarray, unit: bool = False) -> np.ndarray:
     """The rows' coordinates (n x n) in an orthonormal basis of their centred span: every distance between rows kept.
 
     From the eigenvectors of the centred rows' Gram matrix, scaled by the square roots of its
     eigenvalues (those below zero by rounding taken as zero). Equal rows get equal
-    coordinates, so that their distance stays exactly zero and their ties stay ties.
+    coordinates, so that their distance stays exactly zero and their ties stay ties. ``unit``:
+    the coordinates of ``unit_vectors(points)``, from the rows' own Gram matrix (one pass over them).
     """
-    centred = points - points.mean(0)
-    gram = centred @ centred.T
-    values, vectors = np.linalg.eigh(gram)
+    gram = points @ points.T
+    if unit:
+        work.charge(work.norms(points.size))
+        norms = np.sqrt(np.diag(gram))
+        scale = np.where(norms > 0, 1 / np.where(norms > 0, norms, 1), 0.0)
+        gram = gram * scale[:, None] * scale[None, :]
+    centred = gram - gram.mean(0)[None, :] - gram.mean(1)[:, None] + gram.mean()
+    values, vectors = np.linalg.eigh(centred)
     coordinates: np.ndarray = vectors * np.sqrt(values.clip(min=0))
-    squared = np.diag(gram)[:, None] + np.diag(gram)[None, :] - 2 * gram
-    close = np.triu(squared <= DUPLICATE_SCALE * np.diag(gram).max(), 1)
+    squared = np.diag(centred)[:, None] + np.diag(centred)[None, :] - 2 * centred
+    close = np.triu(squared <= DUPLICATE_SCALE * np.diag(centred).max(), 1)
     for i, j in zip(*np.nonzero(close)):
-        if np.array_equal(points[i], points[j]):
+        a, b = points[i], points[j]
+        if np.array_equal(a * scale[i], b * scale[j]) if unit else np.array_equal(a, b):
             coordinates[j] = coordinates[i]
     return coordinates
 
 
-def kmeans_of_few(points: np.ndarray, k: int, seed: int, restarts: int = 1) -> KMeans:
-    """scikit-learn's KMeans of n points in D dimensions, fitted on their ``span_coordinates`` when D > n.
+def kmeans_of_few(points: np.ndarray, k: int, seed: int, restarts: int = 1, unit: bool = False) -> KMeans:
+    """scikit-learn's KMeans of n points in D dimensions (``unit``: of ``unit_vectors(points)``), fitted on their
+    ``span_coordinates`` when D > n.
 
     k-means++ seeding draws by the number of points and every step uses only distances to
     points and to means of points, which the n span coordinates keep: the labels and
@@ -162,8 +170,8 @@ def kmeans_of_few(points: np.ndarray, k: int, seed: int, restarts: int = 1) -> K
     """
     n, dim = points.shape
     if dim <= n:
-        return KMeans(n_clusters=k, n_init=restarts, random_state=seed).fit(points)
-    coordinates = span_coordinates(points)
+        return KMeans(n_clusters=k, n_init=restarts, random_state=seed).fit(unit_vectors(points) if unit else points)
+    coordinates = span_coordinates(points, unit)
     model = KMeans(n_clusters=k, n_init=restarts, random_state=seed, tol=KMEANS_TOL * n / dim)
     return model.fit(coordinates)
 

@@ -129,6 +129,9 @@ def test_kmeans_of_few_gives_the_labels_and_iterations_of_kmeans_on_all_coordina
         few = kmeans_of_few(points, 4, seed % 3)
         np.testing.assert_array_equal(few.labels_, full.labels_, err_msg=f"seed {seed}")
         assert few.n_iter_ == full.n_iter_, f"seed {seed}"
+        scaled = kmeans_of_few(points * np.arange(1.0, 21.0)[:, None], 4, seed % 3, unit=True)  # Auxo's raw updates
+        np.testing.assert_array_equal(scaled.labels_, full.labels_, err_msg=f"seed {seed}, unit")
+        assert scaled.n_iter_ == full.n_iter_, f"seed {seed}, unit"
 
 
 def test_span_coordinates_keep_distances_and_equal_rows_stay_equal():
@@ -140,6 +143,13 @@ def test_span_coordinates_keep_distances_and_equal_rows_stay_equal():
     np.testing.assert_allclose(cdist(coordinates, coordinates), cdist(points, points), atol=1e-12)
     np.testing.assert_array_equal(coordinates[5], coordinates[2])
     np.testing.assert_array_equal(coordinates[9], coordinates[2])
+    lengths = np.arange(1.0, 13.0)
+    lengths[[5, 9]] = lengths[2]
+    raw = points * lengths[:, None]  # Auxo's raw updates: rows 2, 5 and 9 equal
+    unit = span_coordinates(raw, unit=True)
+    np.testing.assert_allclose(cdist(unit, unit), cdist(points, points), atol=1e-12)
+    np.testing.assert_array_equal(unit[5], unit[2])
+    np.testing.assert_array_equal(unit[9], unit[2])
 
 
 def test_flat_updates_are_the_float32_differences_widened():
