@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from driftbench.errors import ConfigError
+
 FORMAT_VERSION = 1
 EVENT_KINDS = ("concept", "feature", "label", "arrival")
 Segment = tuple[int, tuple[int, int], tuple[int, int], int, int, int]  # start, train window, test window, map, rotation, group
@@ -141,7 +143,10 @@ class Trace:
         if n == self.num_clients:
             return self
         if n < 2:
-            raise ValueError(f"trace {self.name}: newcomers={self.newcomers} leaves {n} of {self.num_clients} clients to train")
+            raise ConfigError(
+                f"trace {self.name}: newcomers={self.newcomers} leaves {n} of its {self.num_clients} clients to train; "
+                f"allowed: 0..{self.num_clients - 2}"
+            )
         segs = int(self.seg_ptr[n])
         events = [(e.round, e.clients[e.clients < n], e.kind, e.magnitude) for e in self.events()]
         events = [e for e in events if len(e[1])]

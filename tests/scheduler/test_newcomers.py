@@ -2,6 +2,7 @@
 by the method (``Method.admit``), train their placed model ``newcomer_epochs`` local epochs and are tested."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,10 @@ def test_incumbents_are_the_trace_without_its_last_clients():
 def test_newcomers_must_leave_two_clients_to_train():
     with pytest.raises(ConfigError, match=r"newcomers must be in 0\.\.clients-2 \(10.*got 11"):
         two_concepts(newcomers=11)
+    trace = two_concepts(newcomers=0)
+    crowded = replace(trace, info={**trace.info, "params": {**trace.info["params"], "newcomers": 11}})  # a trace file's
+    with pytest.raises(ConfigError, match=r"newcomers=11 leaves 1 of its 12 clients to train; allowed: 0\.\.10"):
+        crowded.incumbents()
 
 
 @pytest.fixture(scope="module")
