@@ -371,9 +371,9 @@ class Method:
         window (IFCA's cluster estimate), the rule for every method whose paper gives none.
         """
         serving = np.unique(self.assignment)
-        choice = serving[np.argmin(clients.losses(newcomers, serving), axis=1)] if len(serving) > 1 else serving[:1]
-        rows = torch.as_tensor(np.broadcast_to(choice, len(newcomers)).copy())
-        return {n: p[rows.to(p.device)] for n, p in self.models.items()}
+        if len(serving) == 1:
+            return bank_rows(self.models, np.repeat(serving, len(newcomers)))
+        return bank_rows(self.models, serving[np.argmin(clients.losses(newcomers, serving), axis=1)])
 
     def newcomer_masks(self, count: int) -> NamedTensors | None:
         """Entries ``count`` newcomers may change when they train their placed models (None: every entry)."""
@@ -407,6 +407,12 @@ class Method:
 def qualified(cls: type) -> str:
     """A class's module and name, as an error message shows it."""
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def bank_rows(bank: Params, rows: np.ndarray) -> Params:
+    """Models ``rows`` of ``bank``, stacked in that order."""
+    index = torch.as_tensor(rows, device=next(iter(bank.values())).device)
+    return {n: p[index] for n, p in bank.items()}
 
 
 def replicate(params: Params, copies: int) -> Params:

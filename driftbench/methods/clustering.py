@@ -144,7 +144,7 @@ def span_coordinates(points: np.ndarray, unit: bool = False) -> np.ndarray:
     if unit:
         work.charge(work.norms(points.size))
         norms = np.sqrt(np.diag(gram))
-        scale = np.where(norms > 0, 1 / np.where(norms > 0, norms, 1), 0.0)
+        scale = 1 / np.where(norms > 0, norms, np.inf)  # a zero row scales to zeros, as in unit_vectors
         gram = gram * scale[:, None] * scale[None, :]
     centred = gram - gram.mean(0)[None, :] - gram.mean(1)[:, None] + gram.mean()
     values, vectors = np.linalg.eigh(centred)

@@ -53,6 +53,7 @@ from driftbench.methods.base import (
     ProxParams,
     RunContext,
     TrainResult,
+    bank_rows,
     cluster_average,
     replicate,
     sample_participants,
@@ -281,8 +282,7 @@ class FedDAGSingle(Method):
         self.local = clients.local_models(newcomers, start, self.params.warmup_rounds, rng, masks)
         self.warming, self.warm_done = newcomers, np.full(len(newcomers), self.params.warmup_rounds)
         self.place(newcomers, clients, found=False)
-        rows = torch.as_tensor(self.assignment[newcomers])
-        return {n: p[rows.to(p.device)] for n, p in self.clusters.items()}
+        return bank_rows(self.clusters, self.assignment[newcomers])
 
     def newcomer_masks(self, count: int) -> NamedTensors | None:
         """A newcomer trains what a sampled client trains (the dual encoder: primary encoder and classifier)."""

@@ -23,7 +23,7 @@ from sklearn.cluster import AgglomerativeClustering
 from driftbench.config import require
 from driftbench.engine.batched import Params as NamedTensors  # in the class body, Params names the parameter dataclass
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
+from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, bank_rows, replicate
 from driftbench.methods.clustering import kernel_device, principal_vectors, smallest_principal_angles
 
 
@@ -78,8 +78,7 @@ class PACFL(Method):
         angles = smallest_principal_angles(stacked, self.vectors).cpu().numpy()
         clusters = np.unique(self.assignment)
         average = np.stack([angles[:, self.assignment == z].mean(axis=1) for z in clusters], axis=1)
-        rows = torch.as_tensor(clusters[average.argmin(axis=1)])
-        return {n: m[rows.to(m.device)] for n, m in self.models.items()}
+        return bank_rows(self.models, clusters[average.argmin(axis=1)])
 
     def measure_angles(self, pairs: np.ndarray) -> None:
         """Record the smallest, median and largest angle between two clients (the threshold's context)."""

@@ -22,7 +22,16 @@ from driftbench.engine.device_data import DevicePool, resolve_device
 from driftbench.engine.features import classifier_name
 from driftbench.engine.models import build_model, forward_flops
 from driftbench.errors import RunError, WriteError
-from driftbench.methods.base import ClientQueries, Overhead, Phase, Plan, RoundTraffic, RunContext, TrainResult
+from driftbench.methods.base import (
+    ClientQueries,
+    Overhead,
+    Phase,
+    Plan,
+    RoundTraffic,
+    RunContext,
+    TrainResult,
+    bank_rows,
+)
 from driftbench.methods.events import EventLog, clusters_in_use
 from driftbench.methods.server_work import counting
 from driftbench.record.files import run_dir
@@ -42,6 +51,7 @@ from driftbench.scheduler.clock import RunClock
 from driftbench.scheduler.recorder import Recorder
 from driftbench.scheduler.scoring import ScorecardPasses
 from driftbench.scheduler.spec import RunSpec, run_config
+from driftbench.traces.model import ClientStream
 
 BATCH_STREAM, METHOD_STREAM, NEWCOMER_STREAM = 1, 2, 3  # independent RNG streams derived from (seed, stream, round)
 log = logging.getLogger("driftbench")
@@ -205,9 +215,10 @@ class Scheduler:
         command = self.spec.checkpointing.resume_command or "rerun the same command with --resume"
         return RunInterrupted(f"interrupted after round {rnd}; checkpoint {path}; resume with: {command}")
 
-    def clients(self, segments: np.ndarray) -> RoundClients:
-        """The clients' side of the round whose segments are ``segments``."""
-        return RoundClients(self.stream, segments, self.spec.pool.y, self.model, self.data, self.method, self.train, self.trainer)
+    def clients(self, segments: np.ndarray, stream: ClientStream | None = None) -> RoundClients:
+        """The clients' side of the round whose segments are ``segments`` (of ``stream``, default the incumbents')."""
+        stream = self.stream if stream is None else stream
+        return RoundClients(stream, segments, self.spec.pool.y, self.model, self.data, self.method, self.train, self.trainer)
 
     def step(self, rnd: int) -> bool:
         """One round: reports, plan, local training, aggregation, clock, evaluation; False once diverged."""
@@ -248,13 +259,13 @@ class Scheduler:
         runs here, on the clients' side, so the server's work counter does not see it.
         """
         rng = np.random.default_rng([self.spec.seed, BATCH_STREAM, rnd])
-        line, main = self.bank_rows(plan.start_models), None
+        line, main = bank_rows(self.method.models, plan.start_models), None
         outputs, samples, pruned = [], np.zeros(len(plan.participants), dtype=np.int64), {}
         for phase in plan.stages():
             work = clients.work(plan.participants, rng, phase)
             if phase.start is None and main is None:
                 self.scoring.score_batches(rnd, clients, plan, work)
-            start = line if phase.start is None else self.bank_rows(phase.start)
+            start = line if phase.start is None else bank_rows(self.method.models, phase.start)
             masks = phase.masks
             if phase.prune is not None:
                 masks = pruned = phase.prune(start)
@@ -271,11 +282,6 @@ class Scheduler:
         reports = None if plan.report is None else queries.reports(plan.participants, main.params, plan.report)
         phases = tuple(outputs) if plan.phases else ()
         return TrainResult(plan, main.params, samples, main.loss.cpu().numpy(), main.path, phases, reports, pruned)
-
-    def bank_rows(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
-        """The method's bank models ``rows``, stacked in that order."""
-        index = torch.as_tensor(rows, device=self.device)
-        return {n: p[index] for n, p in self.method.models.items()}
 
     def track_partition(self, rnd: int) -> None:
         """Note ``rnd`` when the method's partition of clients differs from the previous round's (round 0 sets it)."""
@@ -370,10 +376,7 @@ class Scheduler:
         """
         trace = self.spec.trace
         newcomers = np.arange(self.trace.num_clients, trace.num_clients)
-        segments = trace.segments_at(trace.rounds - 1)
-        clients = RoundClients(
-            trace.stream, segments, self.spec.pool.y, self.model, self.data, self.method, self.train, self.trainer
-        )
+        clients = self.clients(trace.segments_at(trace.rounds - 1), trace.stream)
         queries = ClientQueries(newcomers, clients, self.ctx.model_bytes, Overhead())
         rng = np.random.default_rng([self.spec.seed, NEWCOMER_STREAM])
         events, self.method.events = self.method.events, EventLog()

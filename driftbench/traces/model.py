@@ -148,8 +148,8 @@ class Trace:
                 f"allowed: 0..{self.num_clients - 2}"
             )
         segs = int(self.seg_ptr[n])
-        events = [(e.round, e.clients[e.clients < n], e.kind, e.magnitude) for e in self.events()]
-        events = [e for e in events if len(e[1])]
+        events = [replace(e, clients=e.clients[e.clients < n]) for e in self.events()]
+        events = [e for e in events if len(e.clients)]
         return replace(
             self,
             train_ptr=self.train_ptr[: n + 1],
@@ -158,11 +158,9 @@ class Trace:
             test_idx=self.test_idx[: self.test_ptr[n]],
             seg_ptr=self.seg_ptr[: n + 1],
             **{k: getattr(self, k)[:segs] for k in SEGMENT_FIELDS},
-            event_round=np.array([e[0] for e in events], dtype=np.int64),
-            event_ptr=np.concatenate([[0], np.cumsum([len(e[1]) for e in events])]).astype(np.int64),
-            event_clients=np.concatenate([e[1] for e in events] or [np.zeros(0, np.int64)]),
-            event_magnitude=np.array([e[3] for e in events], dtype=np.float64),
-            info={**self.info, "event_kinds": [e[2] for e in events]},
+            **event_arrays([(e.round, e.clients) for e in events]),
+            event_magnitude=np.array([e.magnitude for e in events], dtype=np.float64),
+            info={**self.info, "event_kinds": [e.kind for e in events]},
         )
 
     @property
@@ -333,14 +331,21 @@ class TraceBuilder:
             "seg_rotation": np.array([t[4] for t in flat], dtype=np.int64),
             "seg_group": np.array([t[5] for t in flat], dtype=np.int64),
             "label_maps": maps,
-            "event_round": np.array([e[0] for e in events], dtype=np.int64),
-            "event_ptr": np.concatenate([[0], np.cumsum([len(e[1]) for e in events])]).astype(np.int64),
-            "event_clients": np.concatenate([e[1] for e in events] or [np.zeros(0, np.int64)]),
+            **event_arrays([(e[0], e[1]) for e in events]),
             "event_magnitude": np.zeros(len(events)),
         }
         info = {**info, "rounds": self.rounds, "event_kinds": [e[2] for e in events]}
         trace = Trace(info, **arrays)
         return replace(trace, event_magnitude=np.array([event_shift(trace, e, pool_y) for e in trace.events()]))
+
+
+def event_arrays(events: list[tuple[int, np.ndarray]]) -> dict[str, np.ndarray]:
+    """A trace's ``event_round``, ``event_ptr`` and ``event_clients`` from (round, clients) pairs in round order."""
+    return {
+        "event_round": np.array([rnd for rnd, _ in events], dtype=np.int64),
+        "event_ptr": np.concatenate([[0], np.cumsum([len(c) for _, c in events])]).astype(np.int64),
+        "event_clients": np.concatenate([c for _, c in events] or [np.zeros(0, np.int64)]),
+    }
 
 
 def event_shift(trace: Trace, event: DriftEvent, pool_y: np.ndarray) -> float:

@@ -14,20 +14,10 @@ from driftbench.methods.catalog import load_method
 from driftbench.record.schema import read_summary
 from driftbench.reproduce.claims import Context, metric_spec
 from driftbench.traces.catalog import resolve
-from tests.methods.conformance.behaviour import SMALL, replay
+from tests.methods.conformance.behaviour import SMALL, replay, two_concepts_held
 from tests.methods.fakes import ScriptedClients, context, queries
 
-TWO_CONCEPTS = {
-    "clients": 12,
-    "newcomers": 4,
-    "rounds": 8,
-    "concepts": 2,
-    "initial_concepts": 2,
-    "drift_every": 100,
-    "train_samples": 60,
-    "train.local_steps": 10,
-    "train.participants": 8,
-}
+TWO_CONCEPTS = two_concepts_held(8, 8, newcomers=4)
 
 
 def two_concepts(**sets):

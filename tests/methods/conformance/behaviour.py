@@ -126,6 +126,22 @@ def label_swap_of_two_concepts(drift: int, rounds: int) -> dict[str, Any]:
     }
 
 
+def two_concepts_held(incumbents: int, rounds: int, newcomers: int = 0) -> dict[str, Any]:
+    """``label-swap`` on 8x8 digits with two concepts (identity and reversed labels) held from round 0 and no drift;
+    every one of the ``incumbents`` trains every round (60 samples, 10 local steps); ``newcomers`` join after the run."""
+    return {
+        "clients": incumbents + newcomers,
+        "newcomers": newcomers,
+        "rounds": rounds,
+        "concepts": 2,
+        "initial_concepts": 2,
+        "drift_every": 100,
+        "train_samples": 60,
+        "train.local_steps": 10,
+        "train.participants": incumbents,
+    }
+
+
 def replay(
     trace: str,
     method: str,

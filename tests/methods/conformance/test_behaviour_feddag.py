@@ -8,19 +8,10 @@ clients that all take part in every round, 8 rounds, no drift.
 
 import pytest
 
-from tests.methods.conformance.behaviour import replay
+from tests.methods.conformance.behaviour import replay, two_concepts_held
 
 ROUNDS = 8
-SETS = {
-    "clients": 8,
-    "rounds": ROUNDS,
-    "concepts": 2,
-    "initial_concepts": 2,
-    "drift_every": 100,
-    "train_samples": 60,
-    "train.local_steps": 10,
-    "train.participants": 8,
-}
+SETS = two_concepts_held(8, ROUNDS)
 
 
 @pytest.fixture(scope="module")
