@@ -153,7 +153,7 @@ def span_coordinates(points: np.ndarray, unit: bool = False) -> np.ndarray:
     close = np.triu(squared <= DUPLICATE_SCALE * np.diag(centred).max(), 1)
     for i, j in zip(*np.nonzero(close)):
         a, b = points[i], points[j]
-        if np.array_equal(a * scale[i], b * scale[j]) if unit else np.array_equal(a, b):
+        if np.array_equal(a, b) or (unit and np.array_equal(a * scale[i], b * scale[j])):
             coordinates[j] = coordinates[i]
     return coordinates
 
