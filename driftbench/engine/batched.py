@@ -54,6 +54,12 @@ def default_chunk_size(model: nn.Module, device: torch.device) -> int | None:
     return max(1, CACHE_BYTES // (2 * sum(p.numel() * p.element_size() for p in model.parameters())))
 
 
+def chunk_clients(clients: int, chunk_size: int | None) -> int:
+    """Clients per chunk when ``clients`` train ``chunk_size`` at most at a time (None: all), in chunks of equal size ± 1."""
+    chunks = -(-clients // (chunk_size or max(clients, 1)))
+    return max(1, -(-clients // max(chunks, 1)))
+
+
 @dataclass(frozen=True)
 class WorkingCopy:
     """A copy of the model that trains one client at a time: its parameters, momentum buffers, classifier and forward."""
@@ -207,8 +213,7 @@ class BatchedTrainer:
                     ),
                 )
             else:
-                chunks = -(-k_total // (self.chunk_size or max(k_total, 1)))
-                size = max(1, -(-k_total // max(chunks, 1)))  # chunks of equal size, give or take one client
+                size = chunk_clients(k_total, self.chunk_size)
                 for lo in range(0, k_total, size):
                     rows = slice(lo, min(lo + size, k_total))
                     transforms = self.data.transforms(maps[rows], work.rotations[rows])

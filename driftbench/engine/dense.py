@@ -86,14 +86,14 @@ def dense_step(chunk: Chunk, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
         inputs, delta, loss = forward(chunk.live, x, y)
         bias_grads: list[torch.Tensor] = []
         for layer, d in backprop(chunk.live[0::2], inputs, delta):
-            sgd_update(chunk, 2 * layer, _Product(d, inputs[layer]), cfg, mu)
+            sgd_update(chunk, 2 * layer, Product(d, inputs[layer]), cfg, mu)
             bias_grads.insert(0, d.sum(1))
         sgd_step(chunk.subset(slice(1, None, 2)), bias_grads, cfg, mu)
     return loss
 
 
 @dataclass(frozen=True)
-class _Product:
+class Product:
     """A layer's weight gradient delta^T @ below (K, out, in), formed by one batched product only where it is used."""
 
     delta: torch.Tensor

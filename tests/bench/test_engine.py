@@ -30,7 +30,21 @@ def test_bench_engine_json_reports_both_trainers(capsys):
     b_max, q_max = 2 * b["median"] - b["min"], 2 * q["median"] - q["min"]
     assert q["min"] / b_max * (1 - 1e-9) <= result["speedup_vs_sequential"] <= q_max / b["min"] * (1 + 1e-9)
     assert result["peak_fraction"] == pytest.approx(result["gflops_per_second"] / result["matmul_peak_gflops_per_second"])
-    assert "kernel_ceiling" not in result  # the dense MLP trains all clients at once, not one per thread
+    assert result["kernel_ceiling"]["threads"] == torch.get_num_threads()  # the dense MLP's products use every thread
+
+
+def test_bench_engine_bounds_a_dense_net_by_its_batched_products(capsys):
+    """Chunks of clients: each Linear layer's products at (batch, outputs, inputs) for the chunk's size, their FLOPs over
+    their time against the same process's matrix multiply; the whole step (loss, ReLU, SGD passes besides) stays below it."""
+    assert main(["bench", "engine", "--model", "mlp", *TINY, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    ceiling = result["kernel_ceiling"]
+    shapes = [(layer["layer"], layer["gemm_mnk"], layer["clients"]) for layer in ceiling["layers"]]
+    assert shapes == [("1", [4, 200, 64], 3), ("3", [4, 200, 200], 3), ("5", [4, 10, 200], 3)]
+    assert ceiling["matmul_peak_gflops_per_second"] == result["matmul_peak_gflops_per_second"]
+    assert result["peak_fraction"] < ceiling["fraction"]
+    assert main(["bench", "engine", "--model", "mlp", *TINY]) == 0
+    assert "layer kernels alone, in chunks of 3 clients:" in capsys.readouterr().out
 
 
 def test_bench_engine_profiles_one_round_into_a_table_and_a_trace(tmp_path, capsys):
@@ -59,7 +73,7 @@ def test_bench_engine_bounds_a_conv_net_by_its_layers_kernels(capsys):
     shapes = [(layer["layer"], layer["gemm_mnk"]) for layer in ceiling["layers"]]
     assert shapes == [("0.0", [576, 6, 25]), ("0.3", [16, 16, 150]), ("1", [4, 120, 16]), ("3", [4, 84, 120]), ("5", [4, 10, 84])]
     assert all(layer["gflops_per_second"] > 0 for layer in ceiling["layers"])
-    assert 0 < ceiling["fraction"] and ceiling["single_thread_matmul_peak_gflops_per_second"] > 0
+    assert 0 < ceiling["fraction"] and ceiling["matmul_peak_gflops_per_second"] > 0 and ceiling["threads"] == 1
 
 
 @pytest.mark.parametrize(

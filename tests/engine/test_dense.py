@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from driftbench.engine.dense import _Product
+from driftbench.engine.dense import Product
 from driftbench.engine.sgd import Chunk, sgd_update
 from driftbench.train_config import TrainConfig
 
@@ -23,6 +23,6 @@ def test_momentum_update_without_a_proximal_pull_ignores_stale_device_memory():
         stale = torch.full((k, out, inputs), float("nan"), device="cuda")
         del stale  # its block goes back to the cache, where a new tensor of this size is allocated next
         chunk = Chunk([weight.clone()], [weight], [torch.zeros_like(weight)], [None])
-        sgd_update(chunk, 0, _Product(delta, below), cfg, mu=0.0)
+        sgd_update(chunk, 0, Product(delta, below), cfg, mu=0.0)
         assert torch.isfinite(chunk.live[0]).all()
         torch.testing.assert_close(chunk.live[0], weight - cfg.lr * torch.bmm(delta.transpose(1, 2), below))
