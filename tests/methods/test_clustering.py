@@ -152,6 +152,25 @@ def test_span_coordinates_keep_distances_and_equal_rows_stay_equal():
     np.testing.assert_array_equal(unit[9], unit[2])
 
 
+class ThreadedGram(np.ndarray):
+    """Rows whose Gram matrix puts equal rows' squared norms ulps apart, as a many-threaded BLAS did on a 16-core host."""
+
+    def __matmul__(self, other):
+        gram = np.asarray(self) @ np.asarray(other)
+        gram[9, 9] *= 1 + 4 * np.finfo(float).eps
+        return gram
+
+
+def test_equal_raw_rows_tie_when_their_gram_norms_differ_by_rounding():
+    """Fails when the tie rule compares the rows after scaling them by their Gram norms (left 2.3e-8 apart on that host)."""
+    points = planted_unit_rows(1, n=12, dim=500)
+    lengths = np.arange(1.0, 13.0)
+    points[9], lengths[9] = points[2], lengths[2]
+    unit = span_coordinates((points * lengths[:, None]).view(ThreadedGram), unit=True)
+    np.testing.assert_array_equal(unit[9], unit[2])
+    np.testing.assert_allclose(cdist(unit, unit), cdist(points, points), atol=1e-12)
+
+
 def test_flat_updates_are_the_float32_differences_widened():
     gen = torch.Generator().manual_seed(0)
     bank = {"w": torch.randn(3, 4, 5, generator=gen), "b": torch.randn(3, 4, generator=gen)}
