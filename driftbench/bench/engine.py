@@ -17,9 +17,9 @@ from torch.profiler import ProfilerActivity, profile
 from driftbench.atomic import atomic_write
 from driftbench.bench.workload import Workload
 from driftbench.config import require
-from driftbench.engine.batched import chunk_clients, default_chunk_size, operators_on_one_thread, working_copy
+from driftbench.engine.batched import chunk_clients, operators_on_one_thread, working_copy
 from driftbench.engine.clock import PASSES_PER_TRAINING_SAMPLE
-from driftbench.engine.dense import Product, dense_layers
+from driftbench.engine.dense import Product, dense_layers, dense_step
 from driftbench.engine.device_data import resolve_device
 from driftbench.engine.models import MODELS, forward_flops
 from driftbench.engine.precision import float32_math
@@ -86,18 +86,18 @@ def run_engine_bench(bench: EngineBench, profile: Path | None = None) -> dict[st
         peak = matmul_peak_gflops(device, torch.bfloat16 if bench.precision == "bf16" else torch.float32)
     median = statistics.median(batched)
     profiled = {"profile": [str(p) for p in profile_round(workload, profile)]} if profile is not None else {}
-    bound = {}
-    if device.type == "cpu" and default_chunk_size(workload.model, device) == 1:
+    trainer, bound = workload.trainer, {}
+    if device.type == "cpu" and trainer.chunk_size == 1:
         bound = {"kernel_ceiling": kernel_ceiling(workload.model, bench.shape, bench.batch)}
-    elif device.type == "cpu" and dense_layers(workload.model) is not None and bench.precision == "fp32":
-        clients = chunk_clients(bench.clients, default_chunk_size(workload.model, device))
+    elif device.type == "cpu" and trainer.chunk_step is dense_step:
+        clients = chunk_clients(bench.clients, trainer.chunk_size)
         bound = {"kernel_ceiling": dense_ceiling(workload.model, bench.batch, clients, peak)}
     return {
         **{k: v for k, v in asdict(bench).items() if k not in ("input_shape", "device")},
         "input_shape": list(bench.shape),
         "device": str(device),
         "threads": torch.get_num_threads(),
-        "chunk_size": default_chunk_size(workload.model, device),
+        "chunk_size": trainer.chunk_size,
         "batched_seconds": {"min": min(batched), "median": median},
         "sequential_seconds": {"min": min(sequential), "median": statistics.median(sequential)},
         "speedup_vs_sequential": statistics.median(s / b for s, b in zip(sequential, batched)),
