@@ -137,7 +137,7 @@ def kernel_ceiling(model: nn.Module, shape: tuple[int, int, int], batch: int, re
     finally:
         for hook in hooks:
             hook.remove()
-    layers, total_flops, total_seconds = [], 0.0, 0.0
+    layers: list[tuple[dict[str, Any], float, float]] = []
     with operators_on_one_thread():
         peak = matmul_peak_gflops(torch.device("cpu"), torch.float32, clock=time.thread_time)
         for i, (name, module, x) in enumerate(inputs):
@@ -151,15 +151,8 @@ def kernel_ceiling(model: nn.Module, shape: tuple[int, int, int], batch: int, re
             step()
             taken = min(seconds(step, time.thread_time) for _ in range(repeats))
             m, n, k = gemm = _gemm_shape(module, x)
-            flops = PASSES_PER_TRAINING_SAMPLE * 2.0 * m * n * k
-            total_flops, total_seconds = total_flops + flops, total_seconds + taken
-            layers.append({"layer": name, "gemm_mnk": gemm, "gflops_per_second": flops / taken / 1e9})
-    return {
-        "fraction": total_flops / total_seconds / 1e9 / peak,
-        "matmul_peak_gflops_per_second": peak,
-        "threads": 1,
-        "layers": layers,
-    }
+            layers.append(({"layer": name, "gemm_mnk": gemm}, PASSES_PER_TRAINING_SAMPLE * 2.0 * m * n * k, taken))
+    return _ceiling(layers, peak, threads=1)
 
 
 def dense_ceiling(model: nn.Module, batch: int, clients: int, peak: float, repeats: int = 5) -> dict[str, Any]:
@@ -173,7 +166,7 @@ def dense_ceiling(model: nn.Module, batch: int, clients: int, peak: float, repea
     Everything else in a step (ReLU, the loss, the bias and SGD passes, gathering the batch)
     is left out, so the engine's ``peak_fraction`` stays below this fraction.
     """
-    layers, total_flops, total_seconds = [], 0.0, 0.0
+    layers: list[tuple[dict[str, Any], float, float]] = []
     for i, name in enumerate(dense_layers(model) or []):
         linear = model.get_submodule(name)
         assert isinstance(linear, nn.Linear)
@@ -181,15 +174,19 @@ def dense_ceiling(model: nn.Module, batch: int, clients: int, peak: float, repea
         step = _dense_products(clients, batch, out_features, in_features, first=i == 0)
         step()
         taken = min(seconds(step) for _ in range(repeats))
-        flops = PASSES_PER_TRAINING_SAMPLE * 2.0 * clients * batch * out_features * in_features
-        total_flops, total_seconds = total_flops + flops, total_seconds + taken
-        gemm = [batch, out_features, in_features]
-        layers.append({"layer": name, "gemm_mnk": gemm, "clients": clients, "gflops_per_second": flops / taken / 1e9})
+        entry = {"layer": name, "gemm_mnk": [batch, out_features, in_features], "clients": clients}
+        layers.append((entry, PASSES_PER_TRAINING_SAMPLE * 2.0 * clients * batch * out_features * in_features, taken))
+    return _ceiling(layers, peak, torch.get_num_threads())
+
+
+def _ceiling(layers: list[tuple[dict[str, Any], float, float]], peak: float, threads: int) -> dict[str, Any]:
+    """A ceiling from each layer's (entry, FLOPs, best seconds): all layers' FLOPs over their time against ``peak``."""
+    flops, taken = sum(f for _, f, _ in layers), sum(t for _, _, t in layers)
     return {
-        "fraction": total_flops / total_seconds / 1e9 / peak,
+        "fraction": flops / taken / 1e9 / peak,
         "matmul_peak_gflops_per_second": peak,
-        "threads": torch.get_num_threads(),
-        "layers": layers,
+        "threads": threads,
+        "layers": [{**entry, "gflops_per_second": f / t / 1e9} for entry, f, t in layers],
     }
 
 
