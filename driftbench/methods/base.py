@@ -347,6 +347,11 @@ class Method:
         return self.clustering
 
     @property
+    def partition(self) -> np.ndarray:
+        """Each client's cluster (ARI, cluster counts, re-clustering): the bank model serving it, unless overridden."""
+        return self.assignment
+
+    @property
     def num_models(self) -> int:
         """Number of models in the bank."""
         return len(next(iter(self.models.values())))

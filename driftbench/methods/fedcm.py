@@ -8,6 +8,11 @@ alternatives (K-means with N clusters, hierarchical clustering cut at distance L
 step through ``clustering``. Then, each
 round, a participant whose classifier update points away from its cluster's update direction
 (cosine < tau, Eq. 6-8) migrates to the cluster whose direction is closest (Eq. 9).
+
+The personalized layer (4.1: the classifier) is shared by each cluster (``personal = "shared"``, section 4 read
+literally: ``fedcm-literal``) or kept on each client as in FedPer, the paper's source for the term
+(``personal = "local"``): a cluster then averages only the layers below it, and each client is served its cluster's
+layers with its own classifier. docs/methods.md ("Fed-CM readings") measures both on Table 1's setting.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.config import RECORDED_WHEN_SET, require
+from driftbench.engine.batched import Params as NamedTensors  # in the class body below, Params names the parameter dataclass
 from driftbench.methods import server_work as work
 from driftbench.methods.base import (
     ClientQueries,
@@ -29,11 +35,13 @@ from driftbench.methods.base import (
     ProxParams,
     RunContext,
     TrainResult,
+    cluster_average,
     replicate,
 )
 from driftbench.methods.clustering import flat_updates, kmeans, relabel, unit_vectors
 
 CLUSTERINGS = ("modularity", "kmeans", "hierarchical")
+PERSONAL = ("shared", "local")  # where the personalized layer lives: in the cluster's model, or on each client (FedPer)
 
 
 @dataclass(frozen=True)
@@ -44,7 +52,7 @@ class FedCMParams(ProxParams):
 
     Choice: the paper gives no tau; -0.5 (over 120 degrees) moves only "significant deviations" (4.3); 0 moved clients on noise.
     ``confirm`` = 1 is section 4.3 as written (an outlier moves at once); 2 waits for a second deviation in a row.
-    ``migrate`` = false is Fed-CM*.
+    ``migrate`` = false is Fed-CM*. ``personal``: PERSONAL (the class docstring of ``FedCM``).
     """
 
     warmup_steps: int = 20
@@ -54,6 +62,7 @@ class FedCMParams(ProxParams):
     clustering: str = field(default="modularity", metadata={RECORDED_WHEN_SET: True})
     n_clusters: int = field(default=5, metadata={RECORDED_WHEN_SET: True})
     threshold: float = field(default=0.9, metadata={RECORDED_WHEN_SET: True})
+    personal: str = field(default="shared", metadata={RECORDED_WHEN_SET: True})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -66,6 +75,11 @@ class FedCMParams(ProxParams):
         )
         require(self.n_clusters >= 1, f"n_clusters must be >= 1, got {self.n_clusters}")
         require(0 < self.threshold <= 2, f"threshold must be in (0, 2] (a cosine distance), got {self.threshold}")
+        require(self.personal in PERSONAL, f"personal must be one of {', '.join(PERSONAL)}, got {self.personal!r}")
+        require(
+            self.personal == "shared" or self.aggregator == "mean",
+            f"personal = 'local' averages the clusters' shared layers only: aggregator must be 'mean', got {self.aggregator!r}",
+        )
 
 
 def path_similarity(paths: np.ndarray) -> np.ndarray:
@@ -148,6 +162,11 @@ class FedCM(Method):
     uploaded models, so it costs no traffic. Choice: a migrating participant's update is not
     aggregated that round (it was trained from its old cluster's model on data that no longer
     fits it); it trains its new cluster's model from its next participation on.
+
+    With ``personal = "local"`` the bank holds one model per client (its cluster's shared layers
+    and its own classifier), and ``cluster`` is the partition; a participant still downloads and
+    uploads a whole model (counted so: the classifier is a few per cent of it, and its update is
+    what migration reads). With ``"shared"`` the bank holds one model per cluster.
     """
 
     name = "fedcm"
@@ -158,24 +177,31 @@ class FedCM(Method):
         """Only with migration (Fed-CM*: ``migrate`` false, clusters stay)."""
         return bool(self.params.migrate)
 
+    @property
+    def partition(self) -> np.ndarray:
+        """Each client's cluster (with personal classifiers, many bank models serve one cluster)."""
+        return self.cluster
+
     def setup(self, ctx: RunContext) -> None:
         """One shared model until every client has warmed up; no paths yet."""
         super().setup(ctx)
-        self.personal = (f"{ctx.classifier}.weight", f"{ctx.classifier}.bias")
+        self.head = (f"{ctx.classifier}.weight", f"{ctx.classifier}.bias")
         self.warmup_rounds = -(-ctx.num_clients // ctx.train.participants)
         self.paths: np.ndarray | None = None
         self.streaks = np.zeros(ctx.num_clients, dtype=np.int64)  # participations in a row below tau, per client
+        self.cluster = np.zeros(ctx.num_clients, dtype=np.int64)
+        self.shared: NamedTensors = {}  # personal = "local": each cluster's layers below the classifier (K x ...)
 
     def plan(self, rnd: int, clients: ClientQueries, rng: np.random.Generator) -> Plan:
         """Warm-up slice with recorded classifier paths, then uniform participants on their clusters' models."""
         if rnd < self.warmup_rounds:
             participants = np.array_split(np.arange(self.ctx.num_clients), self.warmup_rounds)[rnd]
-            path_floats = self.params.warmup_steps * sum(self.ctx.init_params[n].numel() for n in self.personal)
+            path_floats = self.params.warmup_steps * sum(self.ctx.init_params[n].numel() for n in self.head)
             return Plan(
                 participants,
                 np.zeros(len(participants), dtype=np.int64),
                 mu=self.params.mu,
-                record=self.personal,
+                record=self.head,
                 local_steps=self.params.warmup_steps,
                 upload_floats=path_floats,
             )
@@ -186,35 +212,64 @@ class FedCM(Method):
         if rnd < self.warmup_rounds:
             self._collect(rnd, result)
             return
-        start = result.plan.start_models
+        participants = result.plan.participants
+        start = self.cluster[participants]
         weights = result.num_samples
         if self.params.migrate:
-            updates = flat_updates(
-                {n: result.params[n] for n in self.personal}, {n: self.models[n] for n in self.personal}, start
-            )
-            scores = cluster_cosines(updates, start, self.num_models)
-            own = scores[np.arange(len(start)), start]
-            for cosine in own:
-                self.events.measure("fedcm_own_cosine", cosine)
-            participants = result.plan.participants
-            streak = np.where(own < self.params.tau, self.streaks[participants] + 1, 0)
-            target = np.where(streak >= self.params.confirm, migrations(scores, start, self.params.tau), start)
-            self.streaks[participants] = np.where(target == start, streak, 0)
-            self.assignment[participants] = target
-            self.events.changes("migrate", participants, start, target)
+            target = self._migrate(result, start)
             weights = np.where(target == start, weights, 0)
-        self.models = self.average(result, weights=weights)
+        if self.params.personal == "shared":
+            self.models = self.average(result, weights=weights)
+            self.assignment = self.cluster.copy()
+            return
+        for n in self.head:
+            self.models[n][torch.as_tensor(participants, device=self.models[n].device)] = result.params[n]
+        self.shared = cluster_average(self.shared, {n: result.params[n] for n in self.shared}, start, weights)
+        self._serve_clusters()
+
+    def _migrate(self, result: TrainResult, start: np.ndarray) -> np.ndarray:
+        """Eq. 6-9 on the participants' classifier updates (after ``confirm`` deviations in a row); their new clusters."""
+        participants = result.plan.participants
+        heads = {n: result.params[n] for n in self.head}
+        updates = flat_updates(heads, {n: self.models[n] for n in self.head}, result.plan.start_models)
+        scores = cluster_cosines(updates, start, self.num_clusters)
+        own = scores[np.arange(len(start)), start]
+        for cosine in own:
+            self.events.measure("fedcm_own_cosine", cosine)
+        streak = np.where(own < self.params.tau, self.streaks[participants] + 1, 0)
+        target = np.where(streak >= self.params.confirm, migrations(scores, start, self.params.tau), start)
+        self.streaks[participants] = np.where(target == start, streak, 0)
+        self.cluster[participants] = target
+        self.events.changes("migrate", participants, start, target)
+        return target
+
+    @property
+    def num_clusters(self) -> int:
+        """Clusters formed at the warm-up (migration moves clients between them, never adds one)."""
+        return int(self.cluster.max()) + 1
+
+    def _serve_clusters(self) -> None:
+        """personal = "local": every client's bank model takes its cluster's shared layers (its classifier stays)."""
+        index = torch.as_tensor(self.cluster, device=next(iter(self.shared.values())).device)
+        for n, layers in self.shared.items():
+            self.models[n] = layers[index]
 
     def _collect(self, rnd: int, result: TrainResult) -> None:
-        rows = torch.cat([result.path[n].reshape(len(result.plan.participants), -1) for n in self.personal], dim=1)
+        rows = torch.cat([result.path[n].reshape(len(result.plan.participants), -1) for n in self.head], dim=1)
         if self.paths is None:
             self.paths = np.zeros((self.ctx.num_clients, rows.shape[1]), dtype=np.float32)
         self.paths[result.plan.participants] = rows.cpu().numpy()
         if rnd == self.warmup_rounds - 1:
             if self.params.clustering == "modularity":
-                self.assignment = modularity_local_moves(similarity_graph(path_similarity(self.paths)), self.ctx.seed)
+                self.cluster = modularity_local_moves(similarity_graph(path_similarity(self.paths)), self.ctx.seed)
             else:
-                self.assignment = table2_clustering(self.paths, self.params, self.ctx.seed)
-            self.events.clustering(self.assignment)
-            self.models = replicate(self.ctx.init_params, int(self.assignment.max()) + 1)
+                self.cluster = table2_clustering(self.paths, self.params, self.ctx.seed)
+            self.events.clustering(self.cluster)
             self.paths = None
+            if self.params.personal == "shared":
+                self.models = replicate(self.ctx.init_params, self.num_clusters)
+                self.assignment = self.cluster.copy()
+                return
+            self.models = replicate(self.ctx.init_params, self.ctx.num_clients)
+            self.assignment = np.arange(self.ctx.num_clients)
+            self.shared = replicate({n: p for n, p in self.ctx.init_params.items() if n not in self.head}, self.num_clusters)

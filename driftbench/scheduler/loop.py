@@ -129,7 +129,7 @@ class Scheduler:
         out = run_dir(spec.out, spec.trace.name, spec.method.name, spec.seed)
         self.recorder = Recorder(out, run_config(spec, self.device, spec.trace.content_hash()))
         self.rows: list[RoundRow] = []
-        self.partition = self.method.assignment.copy()
+        self.partition = self.method.partition.copy()
         self.change_rounds: list[int] = []  # rounds > 0 at whose end the partition of clients changed
         self.scoring = ScorecardPasses(self.trace)
         self.status, self.last_round = "ok", 0
@@ -188,7 +188,7 @@ class Scheduler:
         self.status, self.diverged_round, self.last_round = state["status"], state["diverged_round"], state["last_round"]
         self.started = time.perf_counter() - state["wall_seconds"]
         checkpoint.restore_method(self.method, saved["method"])
-        self.partition = self.method.assignment.copy()
+        self.partition = self.method.partition.copy()
         checkpoint.restore_rng(saved["rng"])
         self.next_round = self.checkpointed = saved["next_round"]
 
@@ -285,9 +285,9 @@ class Scheduler:
 
     def track_partition(self, rnd: int) -> None:
         """Note ``rnd`` when the method's partition of clients differs from the previous round's (round 0 sets it)."""
-        if rnd > 0 and partition_changed(self.partition, self.method.assignment):
+        if rnd > 0 and partition_changed(self.partition, self.method.partition):
             self.change_rounds.append(rnd)
-        self.partition = self.method.assignment.copy()
+        self.partition = self.method.partition.copy()
 
     def evaluate(self, rnd: int, segments: np.ndarray) -> RoundRow:
         """One rounds.csv row: every client tested on its current test data with its current model."""
@@ -304,8 +304,8 @@ class Scheduler:
             accuracy_p10=float(np.percentile(acc, 10)),
             accuracy_p90=float(np.percentile(acc, 90)),
             drift_event=int(((events > previous) & (events <= rnd)).any()),
-            ari=adjusted_rand(truth, self.method.assignment) if has_groups(truth) else float("nan"),
-            n_clusters=clusters_in_use(self.method.assignment),
+            ari=adjusted_rand(truth, self.method.partition) if has_groups(truth) else float("nan"),
+            n_clusters=clusters_in_use(self.method.partition),
             cluster_seconds=clock.server_seconds,
             server_wall_seconds=clock.server_wall_seconds,
             upload_bytes=clock.total_upload_bytes,
@@ -346,7 +346,7 @@ class Scheduler:
             partition_changes=len(self.change_rounds),
             degenerate=self.degenerate(table),
             ari_reference="ground_truth" if self.trace.num_groups else None,
-            mean_client_distance_final=mean_client_distance(counts / counts.sum(1, keepdims=True), self.method.assignment),
+            mean_client_distance_final=mean_client_distance(counts / counts.sum(1, keepdims=True), self.method.partition),
             overhead=RunOverhead(
                 cluster_seconds=clock.server_seconds,
                 client_query_seconds=clock.client_query_seconds,

@@ -245,6 +245,69 @@ def test_with_confirm_2_an_outlier_moves_only_at_its_second_deviation_in_a_row()
     assert [e[:2] for e in events(method)[1:]] == [("migrate", "4")]
 
 
+def local_round(method, updates, samples, participants=(0, 1, 2, 3, 4)):
+    """A round on local_ctx(): each participant's body moves to its client number + 1, its classifier by ``updates``."""
+    rows = np.asarray(participants)
+    start = {n: p[torch.as_tensor(method.assignment[rows])] for n, p in method.models.items()}
+    trained = {
+        "body.weight": torch.as_tensor(rows + 1.0, dtype=torch.float64)[:, None].repeat(1, 2),
+        "head.weight": start["head.weight"] + updates[:, :6].reshape(len(rows), 2, 3),
+        "head.bias": start["head.bias"] + updates[:, 6:],
+    }
+    plan = Plan(rows, method.assignment[rows].copy())
+    method.aggregate(3, TrainResult(plan, trained, np.asarray(samples, dtype=float), np.zeros(len(rows))))
+    return trained
+
+
+def local_ctx():
+    init = {
+        "body.weight": torch.zeros(2, dtype=torch.float64),
+        "head.weight": torch.zeros(2, 3, dtype=torch.float64),
+        "head.bias": torch.zeros(2, dtype=torch.float64),
+    }
+    return RunContext(5, 2, init, TrainConfig(participants=2), seed=0, classifier="head")
+
+
+def test_personal_local_keeps_each_clients_classifier_and_averages_the_layers_below_per_cluster():
+    """FedPer's sense of the personalized layer: one bank model per client (its cluster's body, its own classifier)."""
+    method = load_method("fedcm", {"warmup_steps": "3", "personal": "local", "migrate": "false"}).create()
+    method.setup(local_ctx())
+    warm_up(method)
+    assert method.partition.tolist() == [0, 1, 0, 1, 1] and method.num_models == 5
+    assert method.assignment.tolist() == [0, 1, 2, 3, 4]
+    updates = torch.arange(3 * 8, dtype=torch.float64).reshape(3, 8)
+    trained = local_round(method, updates, [1, 1, 3], participants=(0, 1, 3))
+    body = method.models["body.weight"][:, 0].tolist()
+    assert body == [1.0, 3.5, 1.0, 3.5, 3.5]  # cluster 0: client 0's body; cluster 1: (2 x 1 + 4 x 3) / 4
+    assert torch.equal(method.models["head.weight"][[0, 1, 3]], trained["head.weight"])
+    assert not method.models["head.weight"][[2, 4]].any() and not method.models["head.bias"][[2, 4]].any()
+    assert method.partition.tolist() == [0, 1, 0, 1, 1]
+
+
+def test_personal_local_migrates_on_the_clients_own_classifier_update_and_serves_it_the_new_clusters_body():
+    method = load_method("fedcm", {"warmup_steps": "3", "personal": "local"}).create()
+    method.setup(local_ctx())
+    warm_up(method)
+    updates = torch.zeros(5, 8, dtype=torch.float64)
+    updates[[0, 2], 0] = 1.0
+    updates[[1, 3], 6] = 1.0
+    updates[4, 6] = -1.0  # against cluster 1's direction (+e6): cosine -1, below tau = -0.5; 0 with cluster 0's
+    trained = local_round(method, updates, [1, 1, 1, 1, 1])
+    assert method.partition.tolist() == [0, 1, 0, 1, 0]
+    assert method.assignment.tolist() == [0, 1, 2, 3, 4]
+    body = method.models["body.weight"][:, 0].tolist()
+    assert body == [2.0, 3.0, 2.0, 3.0, 2.0]  # client 4's own body (5) enters no average; it is served cluster 0's
+    assert torch.equal(method.models["head.weight"][4], trained["head.weight"][4])
+    assert [e[:2] for e in events(method)[1:]] == [("migrate", "4")]
+
+
+def test_personal_local_needs_the_mean_aggregator():
+    with pytest.raises(ConfigError, match="personal = 'local' averages the clusters' shared layers only"):
+        load_method("fedcm", {"personal": "local", "aggregator": "flower:FedAdam"})
+    with pytest.raises(ConfigError, match="personal must be one of shared, local"):
+        load_method("fedcm", {"personal": "client"})
+
+
 def test_confirm_enters_the_recorded_config_only_when_set():
     """``confirm`` came after Fed-CM runs were recorded: at its default their config hashes stay."""
     recorded = load_method("fedcm").as_config()["params"]

@@ -150,7 +150,7 @@ def test_fedcm_aggregate_applies_eq9_to_the_personal_layer_only_and_records_the_
     method = load_method("fedcm", {"tau": "0.5"}).create()
     method.setup(ctx)
     method.warmup_rounds = 0  # clusters given directly: start after the warm-up
-    method.assignment = CLUSTER.copy()
+    method.cluster, method.assignment = CLUSTER.copy(), CLUSTER.copy()
     method.models = {n: p.unsqueeze(0).repeat(3, 1) for n, p in init.items()}
     trained = {
         "body.weight": torch.full((5, 4), 100.0, dtype=torch.float64),
