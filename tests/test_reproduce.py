@@ -26,16 +26,19 @@ from driftbench.record.schema import (
 )
 from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
 from driftbench.reproduce.report import COLUMNS, read_report, report_section, row
-from driftbench.reproduce.run import Plan, Setting, evaluate, finalize, plan, reproduce
+from driftbench.reproduce.run import ClaimResult, Plan, Setting, evaluate, finalize, plan, reproduce, second_look
 from driftbench.reproduce.verdict import (
+    ALPHA,
     DIRECTION_ONLY,
     INCONCLUSIVE,
     INVALID_PREMISE,
+    LOOK_ALPHA,
     NOT_REPRODUCED,
     REPRODUCED,
     UNTESTABLE,
     VERDICT_RULE,
     holm,
+    level,
     one_sided_p,
     tost_p,
 )
@@ -365,6 +368,40 @@ def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
     assert "broken.toml: claims: expected one or more [[claims]] tables" in capsys.readouterr().err
 
 
+def test_a_second_stage_runs_only_the_open_claims_at_its_seeds(tmp_path, capsys):
+    """One seed leaves every claim open (no interval): the second stage runs seed 1 for the open claim's runs only."""
+    claims = tmp_path / "claims"
+    tables = (
+        f'[[claims]]\nid = "oracle"\nwhere = "Table 1"\nclaim = "the oracle ends above FedAvg"\ntrace = "static"\n'
+        f'set = {{ {TINY} }}\nmethods = ["oracle", "fedavg"]\nmetric = "final_accuracy"\ndirection = "oracle > fedavg"\n'
+        f'paper_figure = "0.9 vs 0.6"\n{KIND}'
+        f'[[claims]]\nid = "premise"\nwhere = "Table 2"\nclaim = "FedAvg ends above the oracle"\ntrace = "static"\n'
+        f'set = {{ {TINY} }}\nmethods = ["fedavg", "static"]\nmetric = "final_accuracy"\n'
+        f'direction = "fedavg > static"\npaper_figure = "0.9 vs 0.6"\n{KIND}'
+        'premises = ["final_accuracy: fedavg > oracle by 0.5"]\n'
+    )
+    claim_file(claims, tables, "tiny")
+    args = ["reproduce", "--claims", str(claims), "--seeds", "0", "--second-stage", "1", "--jobs", "1", "--quiet"]
+    args += ["--out", str(tmp_path / "runs"), "--device", "cpu"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "at Pocock's level 0.0147: seeds 0, then seeds 1 for the 1 claims the first left inconclusive" in out
+    assert "5 runs (5 ran" in out  # seed 0: fedavg, oracle, static; seed 1: the open claim's oracle and fedavg only
+    tiny = tmp_path / "runs/static+clients=10,rounds=4,train.local_steps=2,train.participants=5/static"
+    assert sorted(p.parent.name + "/" + p.name for p in tiny.glob("*/seed*")) == [
+        "fedavg/seed0",
+        "fedavg/seed1",
+        "oracle/seed0",
+        "oracle/seed1",
+        "static/seed0",
+    ]
+    rows = read_report(tmp_path / "runs/reproduce.csv")
+    assert rows[0]["reason"].startswith("holds at") and "/2 seeds" in rows[0]["reason"]  # judged on seeds 0 and 1
+    assert rows[1]["verdict"] == INVALID_PREMISE  # decided at the first look: no second stage
+    assert main([*args[:-4], "--second-stage", "0", "--out", str(tmp_path / "runs")]) == 2
+    assert "--second-stage 0: expected 1 seeds (as many as --seeds), none of them in --seeds 0" in capsys.readouterr().err
+
+
 def test_a_report_with_other_columns_is_refused(tmp_path):
     path = tmp_path / "reproduce.csv"
     with open(path, "w", newline="") as fh:
@@ -595,6 +632,81 @@ def test_labels_and_protocols_the_paper_audit_corrected():
     others = [c for c in bundled.values() if c.paper != "cflgt" and "fedprox" in c.runs]
     assert others and all(c.method_run("fedprox").sets == () for c in others)  # FIELDING's and Fed-CM's stay at 0.01
     assert load_method("fedprox").params.mu == 0.01
+
+
+def points(*differences: float) -> dict[int, dict[str, Summary]]:
+    """Runs of "a" over "b" (at 0.60) whose differences, in points, are ``differences``, one seed each."""
+    return seeds(a=[0.60 + d / 100 for d in differences], b=[0.60] * len(differences))
+
+
+def test_a_claim_whose_interval_lies_below_a_third_of_the_papers_effect_is_not_reproduced(tmp_path):
+    """The paper's effect is excluded: 10 points claimed, ours 0.6 +/- 1.4 points (95% interval up to 2.0 < 3.33)."""
+    claim = one_claim(tmp_path, '["a", "b"]', "a > b")  # the paper's effect: 10 points
+    runs = points(1, -1, 2, 0, 1)
+    result = evaluate(claim, runs)
+    assert result.verdict == NOT_REPRODUCED and "the paper's effect is excluded" in result.reason
+    assert "[-0.816, 2.02] lies below 3.33" in result.reason  # the effect's interval, in points, against 10 / 3
+    assert finalize([result])[0].verdict == NOT_REPRODUCED
+    small = replace(claim, paper_value=3.0)  # a third of 3 points is 1: the interval still holds it
+    assert evaluate(small, runs).verdict == INCONCLUSIVE
+    bound = replace(claim, kind="bound", bound="at_least", paper_value=2.5)  # "at least 2.5": the bound, not a third of it
+    assert evaluate(bound, runs).verdict == NOT_REPRODUCED and "lies below 2.5" in evaluate(bound, runs).reason
+    assert evaluate(replace(bound, paper_value=2.0), runs).verdict == INCONCLUSIVE  # 2.02 reaches it
+    assert evaluate(replace(bound, bound="at_most"), runs).verdict == INCONCLUSIVE  # at most: only the sign excludes
+
+
+def test_a_pass_that_holm_undoes_reads_not_reproduced_where_the_papers_effect_is_excluded(tmp_path):
+    claim = one_claim(tmp_path, '["a", "b"]', "a > b")  # the paper's effect: 10 points
+    alone = evaluate(claim, points(1.0, 0.7, 1.3))  # one-sided p 0.014, effect 1.0 +/- 0.75 points
+    assert alone.verdict == REPRODUCED and 0.025 / 3 < (alone.p or 0) < 0.025 and alone.excluded
+    three = finalize([alone, alone, alone])  # Holm: 3 x 0.014 is not below 0.025, and 10 points are excluded
+    assert [r.verdict for r in three] == [NOT_REPRODUCED] * 3 and "the paper's effect is excluded" in three[0].reason
+    large = evaluate(claim, points(10.0, 7.0, 13.0))  # the same p, but the paper's 10 points inside the interval
+    assert [r.verdict for r in finalize([large] * 3)] == [INCONCLUSIVE] * 3
+
+
+def test_a_ratio_effect_is_excluded_on_the_log_scale(tmp_path):
+    ratio = 'kind = "exact"\nunit = "seconds"\neffect = "ratio"\npaper_value = { a = 20.0, b = 1.0 }\n'
+    claim = one_claim(tmp_path, '["a", "b"]', "a > b", metric="final_accuracy", kind=ratio)  # the paper's ratio: 20x
+    runs = seeds(a=[0.9, 0.5, 0.95, 0.45], b=[0.3, 0.4, 0.3, 0.5])  # ratios 3, 1.25, 3.17, 0.9: up to 4.4x < 20/3
+    result = evaluate(claim, runs)
+    assert result.verdict == NOT_REPRODUCED and "lies below 6.67x" in result.reason
+    assert evaluate(replace(claim, paper_value={"a": 6.0, "b": 1.0}), runs).verdict == INCONCLUSIVE  # 2x: not excluded
+
+
+def test_pococks_level_holds_the_error_rate_over_two_equal_looks():
+    from scipy.stats import multivariate_normal, norm
+
+    assert level(1) == ALPHA == 0.025 and level(2) == LOOK_ALPHA
+    z = norm.isf(LOOK_ALPHA)
+    assert z == pytest.approx(2.178, abs=0.002)
+    # two looks at n and 2n seeds: the test statistics correlate sqrt(1/2); passing a false claim at either look
+    both_below = multivariate_normal([0, 0], [[1, 0.5**0.5], [0.5**0.5, 1]]).cdf([z, z])
+    assert 1 - both_below == pytest.approx(0.025, abs=0.0005)
+
+
+def test_the_second_look_judges_the_open_claims_on_every_seed_and_keeps_the_decided_ones(tmp_path):
+    """A two-stage pass (a), a two-stage fail (b: the paper's effect excluded at 10 seeds), a claim decided at the first
+    look (c) and an open claim whose second stage has no runs (d), all of one paper (one Holm family)."""
+    base = one_claim(tmp_path, '["a", "b"]', "a > b")  # the paper's effect: 10 points
+    a, b, c, d = (replace(base, id=name) for name in "abcd")
+    first_runs = [points(10, 2, 15, -2, 6), points(4, -1, 6, 0, 3), points(10, 11, 9, 10, 12), points(4, -1, 6, 0, 3)]
+    first = [evaluate(claim, runs, alpha=LOOK_ALPHA) for claim, runs in zip((a, b, c, d), first_runs)]
+    results = finalize(first, LOOK_ALPHA)
+    assert [r.verdict for r in results] == [INCONCLUSIVE, INCONCLUSIVE, REPRODUCED, INCONCLUSIVE]
+    again = [
+        evaluate(a, points(10, 2, 15, -2, 6, 8, 6, 10, 7, 9), alpha=LOOK_ALPHA),
+        evaluate(b, points(4, -1, 6, 0, 3, 0, -1, 1, 0, -1), alpha=LOOK_ALPHA),
+        ClaimResult(d, UNTESTABLE, "run static/a/seed5 not recorded yet (--recorded runs nothing)"),
+    ]
+    final = second_look(results, first, again, (5, 6, 7, 8, 9))
+    assert [r.verdict for r in final] == [REPRODUCED, NOT_REPRODUCED, REPRODUCED, INCONCLUSIVE]
+    assert final[0].seeds == tuple(range(10)) and "Holm over 4 claims" in final[0].reason  # d in the family with its first p
+    assert "the paper's effect is excluded" in final[1].reason
+    assert final[2] == results[2]  # decided at the first look: its verdict and reason stand
+    assert final[3].seeds == tuple(range(5)) and "second stage (seeds 5-9): run static/a/seed5 not recorded" in final[3].reason
+    at_one_look = finalize([again[0]], ALPHA)  # the same 10 seeds as one look: the level is 0.025, not 0.0147
+    assert at_one_look[0].verdict == REPRODUCED
 
 
 def test_holm_over_a_papers_claims_keeps_its_driftbench_claims_apart(tmp_path):

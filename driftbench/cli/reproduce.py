@@ -29,6 +29,14 @@ def add_parser(sub: Subparsers) -> None:
         "--seeds", type=seed_list, metavar="0,1,2", help="run seeds (default 0,1,2; with --calibrate, each calibration's own)"
     )
     repro.add_argument(
+        "--second-stage",
+        type=seed_list,
+        metavar="5,6,7",
+        help="seeds a second stage runs for the claims the first (--seeds) leaves inconclusive, judged on both; as many "
+        "as --seeds, none of them: each look then tests at Pocock's level 0.0147 (the verdict rule; default: one stage, "
+        "0.025). The catalogue's report: --seeds 0,1,2,3,4 --second-stage 5,6,7,8,9",
+    )
+    repro.add_argument(
         "--calibrate",
         action="store_true",
         help="instead of judging claims, re-run the reference baseline of each claim's calibrated_to on the claim's "
@@ -57,6 +65,7 @@ def add_parser(sub: Subparsers) -> None:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """``driftbench reproduce``."""
+    from driftbench.errors import ConfigError
     from driftbench.reproduce.claims import load_claims
     from driftbench.reproduce.report import rows, write_report
     from driftbench.reproduce.run import reproduce
@@ -67,7 +76,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     execution = Execution(args.device, args.out, resume="recorded" if args.recorded else "matching", threads=pool.threads)
     if args.calibrate:
         return cmd_calibrate(args, claims, pool, execution)
-    report = reproduce(claims, tuple(args.seeds or (0, 1, 2)), args.scale, pool, execution)
+    seeds, second = tuple(args.seeds or (0, 1, 2)), tuple(args.second_stage or ())
+    if second and (len(second) != len(seeds) or set(second) & set(seeds)):
+        raise ConfigError(
+            f"--second-stage {','.join(map(str, second))}: expected {len(seeds)} seeds (as many as --seeds), "
+            f"none of them in --seeds {','.join(map(str, seeds))}"
+        )
+    report = reproduce(claims, seeds, args.scale, pool, execution, second)
     paths = write_report(report, args.report or args.out)
     columns = ("paper", "id", "kind", "paper_value", "ours", "ratio", "verdict", "reason")
     print(text_table([{k: row[k] for k in columns} for row in rows(report)]))

@@ -27,15 +27,20 @@ from driftbench.record.schema import Summary
 from driftbench.record.summarize import REFERENCE
 from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, UNITS, Claim, Context, MethodRun, Premise, metric_spec, reaches
 from driftbench.reproduce.verdict import (
+    ALPHA,
     DIRECTION_ONLY,
+    INCONCLUSIVE,
     INVALID_PREMISE,
     NOT_REPRODUCED,
     REPRODUCED,
     UNTESTABLE,
     VERDICTS,
+    Effect,
     Test,
     adjusted,
     holm,
+    least_effect,
+    level,
     magnitude,
     one_sided_p,
     test,
@@ -199,6 +204,8 @@ class ClaimResult:
     p: float | None = None  # the test's p-value, before Holm (None: no test was made)
     ours: float | None = None  # driftbench's effect in the paper's unit (a ratio for speed-ups)
     paper: float | None = None  # the paper's effect
+    excluded: str | None = None  # why the paper's effect is excluded (verdict.Effect), where it is
+    seeds: tuple[int, ...] = ()  # the seeds the claim was judged on
 
     @property
     def ratio(self) -> float | None:
@@ -220,11 +227,12 @@ def metric_value(
     return None if value is None else float(value)
 
 
-def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None) -> ClaimResult:
+def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None, alpha: float = ALPHA) -> ClaimResult:
     """The claim's test from its runs (every method of ``claim.runs`` at every seed; ``twins`` its no-drift twins).
 
     Premises first (every claim's implicit one: no run flagged ``collapse_without_drift``, whose numbers come from a
-    defect, not the method), then the paired test; Holm and the paper's magnitude come after, over the paper (``finalize``).
+    defect, not the method), then the paired test at level ``alpha``; Holm and the paper's magnitude come after, over the
+    paper (``finalize``).
     """
     values: dict[str, list[float]] = {m: [] for m in claim.methods}
     for seed, by_method in sorted(runs.items()):
@@ -233,26 +241,27 @@ def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None) -> ClaimResult
             if value is None:
                 return ClaimResult(claim, UNTESTABLE, f"{method}, seed {seed}: {metric_spec(claim.metric).missing}")
             values[method].append(value)
-    shown, paper = figure(claim, values), paper_effect(claim)
+    shown, paper, judged = figure(claim, values), paper_effect(claim), tuple(sorted(runs))
     collapsed = first_flagged(runs, (COLLAPSE,))
     if collapsed:
         method, _, seed = collapsed
         why = f"premise 'no run collapses without drift' fails: {method} at seed {seed}"
-        return ClaimResult(claim, INVALID_PREMISE, why, shown, paper=paper)
+        return ClaimResult(claim, INVALID_PREMISE, why, shown, paper=paper, seeds=judged)
     unmet = next((why for why in (premise_failure(claim, p, runs) for p in claim.premises) if why), None)
     if unmet:
-        return ClaimResult(claim, INVALID_PREMISE, unmet, shown, paper=paper)
+        return ClaimResult(claim, INVALID_PREMISE, unmet, shown, paper=paper, seeds=judged)
     never = unreached(claim, runs)
     if never:
-        return ClaimResult(claim, NOT_REPRODUCED, never, shown, paper=paper)
+        return ClaimResult(claim, NOT_REPRODUCED, never, shown, paper=paper, seeds=judged)
     statistics = [claim.direction.statistic({m: v[i] for m, v in values.items()}) for i in range(len(runs))]
     if claim.direction.relation == "=":
         a, b = claim.methods
         p = tost_p(np.subtract(values[a], values[b]), claim.direction.margin)
     else:
         p = one_sided_p(statistics)
-    result = test(statistics, p)
-    return ClaimResult(claim, result.verdict, result.reason, shown, result.p, ours_effect(claim, values), paper)
+    result = test(statistics, p, seed_effects(claim, values), alpha)
+    ours = ours_effect(claim, values)
+    return ClaimResult(claim, result.verdict, result.reason, shown, result.p, ours, paper, result.excluded, judged)
 
 
 def first_flagged(runs: Runs, only: tuple[str, ...] | None = None) -> tuple[str, tuple[str, ...], int] | None:
@@ -306,6 +315,31 @@ def ends(claim: Claim) -> tuple[str, str] | None:
     return d.methods[hi], d.methods[lo]
 
 
+def ratio_effect(claim: Claim) -> bool:
+    """Whether the claim's effect is a ratio (a speed-up, or ``effect = "ratio"``) rather than a difference."""
+    return claim.metric == "tta_speedup" or claim.effect == "ratio"
+
+
+def seed_effects(claim: Claim, values: Mapping[str, list[float]]) -> Effect | None:
+    """Our effect at each seed in the paper's unit, beside the least the paper allows; None for an equivalence claim
+    or a ratio that is not positive at every seed."""
+    pair = ends(claim)
+    if pair is None:
+        return None
+    hi, lo = (np.asarray(values[m], dtype=float) for m in pair)
+    if claim.metric == "tta_speedup":
+        effects = np.exp(hi - lo)  # values are -ln(time)
+    elif claim.effect == "ratio":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            effects = hi / lo
+    else:
+        effects = (hi - lo) * UNITS[claim.unit]
+    ratio = ratio_effect(claim)
+    if ratio and not (np.isfinite(effects).all() and (effects > 0).all()):
+        return None
+    return Effect(tuple(float(e) for e in effects), least_effect(paper_effect(claim), claim.bound, ratio), ratio)
+
+
 def form_effect(claim: Claim, hi: float, lo: float) -> float | None:
     """The effect of two values: their difference, or their ratio (``effect = "ratio"``)."""
     if claim.effect == "difference":
@@ -335,8 +369,8 @@ def paper_effect(claim: Claim) -> float | None:
     return value[pair[0]] / value[pair[1]] if claim.metric == "tta_speedup" else form_effect(claim, *(value[m] for m in pair))
 
 
-def finalize(results: Sequence[ClaimResult]) -> list[ClaimResult]:
-    """Holm over each paper's tested claims (its driftbench claims apart), then the paper's magnitude; the verdict rule."""
+def finalize(results: Sequence[ClaimResult], alpha: float = ALPHA) -> list[ClaimResult]:
+    """Holm over each paper's tested claims (its driftbench claims apart) at level ``alpha``, then the paper's magnitude."""
     families: dict[tuple[str, bool], list[int]] = {}
     for i, result in enumerate(results):
         if result.p is not None:
@@ -345,7 +379,7 @@ def finalize(results: Sequence[ClaimResult]) -> list[ClaimResult]:
     for members in families.values():
         for i, p_holm in zip(members, holm([results[i].p or 0.0 for i in members])):
             r = results[i]
-            checked = adjusted(Test(r.verdict, r.reason, r.p or 0.0), p_holm, len(members))
+            checked = adjusted(Test(r.verdict, r.reason, r.p or 0.0, r.excluded), p_holm, len(members), alpha)
             verdict = checked.verdict
             if verdict == REPRODUCED and not magnitude(r.ours, r.paper, r.claim.bound):
                 verdict = DIRECTION_ONLY
@@ -399,6 +433,7 @@ class Report:
     outcomes: list[RunOutcome] = field(default_factory=list)
     seconds: float = 0.0
     paper_seconds: Mapping[str, float] = field(default_factory=dict)  # each paper's runs' recorded walls, summed
+    second: tuple[int, ...] = ()  # the second stage's seeds (the verdict rule), for the claims the first left open
 
     def run_time(self) -> str:
         """Each paper's run time: the recorded wall seconds of the runs its claims need, a shared run in each paper."""
@@ -417,26 +452,109 @@ class Report:
         pending = f", {states.count(NOT_RECORDED)} {NOT_RECORDED}" if NOT_RECORDED in states else ""
         calibrated = [r.claim.calibrated_to for r in self.results if r.claim.calibrated_to]
         off = sum(not c.within for c in calibrated)
+        looks = f"Holm over each paper's claims at level {level(1):g}."
+        if self.second:
+            went = sum(set(self.second) <= set(r.seeds) for r in self.results)
+            looks = (
+                f"Holm over each paper's claims at each of two looks, at Pocock's level {level(2):g}: seeds "
+                f"{seed_range(self.seeds)}, then seeds {seed_range(self.second)} for the {went} claims the first left "
+                "inconclusive."
+            )
         return (
             f"{len(paper)} paper claims: {counts(paper)}. {len(own)} driftbench claims (figures the papers do not "
-            f"report): {counts(own)}. Holm over each paper's claims. {len(calibrated)} claims run on calibrated "
+            f"report): {counts(own)}. {looks} {len(calibrated)} claims run on calibrated "
             f"stand-ins, {off} of them more than {CALIBRATION_TOLERANCE:g} points off. "
-            f"Seeds {', '.join(map(str, self.seeds))}, scale "
+            f"Seeds {', '.join(map(str, self.seeds + self.second))}, scale "
             f"{self.scale}; {len(states)} runs ({states.count('ran')} ran, {states.count('skipped')} up to date, "
             f"{states.count('failed')} failed{pending}) in {self.seconds / 60:.1f} min wall."
         )
 
 
-def reproduce(claims: Sequence[Claim], seeds: tuple[int, ...], scale: str, pool: PoolOptions, execution: Execution) -> Report:
-    """Run what the claims need (skipping finished runs) and judge each claim."""
+def reproduce(
+    claims: Sequence[Claim],
+    seeds: tuple[int, ...],
+    scale: str,
+    pool: PoolOptions,
+    execution: Execution,
+    second: tuple[int, ...] = (),
+) -> Report:
+    """Run what the claims need (skipping finished runs) and judge each claim; with ``second``, the claims the first
+    stage leaves inconclusive run those seeds too and are judged again on all of them (the verdict rule's two stages)."""
     started = time.perf_counter()
+    alpha = level(2 if second else 1)
     runs = plan(claims, seeds, scale, execution)
     log.info("reproduce: %d claims, %d runs in %d settings", len(claims), runs.runs, len(runs.jobs))
     outcomes = execute_plan(runs, pool)
+    first = judge(claims, seeds, scale, runs.untestable, outcomes, alpha)
+    results = finalize(first, alpha)
+    if second:
+        results = second_stage(results, first, seeds, second, scale, pool, execution, outcomes)
+    report = Report(results, seeds, scale, list(outcomes.values()), time.perf_counter() - started, second=second)
+    return replace(report, paper_seconds=paper_seconds(results, seeds, scale, outcomes))
+
+
+def second_stage(
+    results: list[ClaimResult],
+    first: list[ClaimResult],
+    seeds: tuple[int, ...],
+    second: tuple[int, ...],
+    scale: str,
+    pool: PoolOptions,
+    execution: Execution,
+    outcomes: dict[RunKey, RunOutcome],
+) -> list[ClaimResult]:
+    """The second stage: the first look's inconclusive claims run ``second`` (into ``outcomes``), then ``second_look``."""
+    open_claims = [r.claim for r in results if r.verdict == INCONCLUSIVE and r.p is not None]
+    runs = plan(open_claims, second, scale, execution)
+    log.info("reproduce, second stage: %d claims inconclusive, %d runs at seeds %s", len(open_claims), runs.runs, second)
+    outcomes.update(execute_plan(runs, pool))
+    again = judge(open_claims, seeds + second, scale, runs.untestable, outcomes, level(2))
+    return second_look(results, first, again, second)
+
+
+def second_look(
+    results: Sequence[ClaimResult], first: Sequence[ClaimResult], again: Sequence[ClaimResult], second: tuple[int, ...]
+) -> list[ClaimResult]:
+    """The verdicts after the second look (``again``: the open claims judged on every seed, before Holm).
+
+    Holm over each family holds every claim's last look (``first`` for the claims decided at the first, whose
+    ``results`` stand); an open claim whose second stage has no runs keeps its first verdict, saying why.
+    """
+    later = {r.claim.key: r for r in again}
+    looked = {key for key, r in later.items() if r.verdict != UNTESTABLE}
+    final = finalize([later[r.claim.key] if r.claim.key in looked else r for r in first], level(2))
+    missing = f"second stage (seeds {seed_range(second)})"
+    return [
+        final[i]
+        if r.claim.key in looked
+        else replace(r, reason=f"{r.reason}; {missing}: {later[r.claim.key].reason}")
+        if r.claim.key in later
+        else r
+        for i, r in enumerate(results)
+    ]
+
+
+def seed_range(seeds: Sequence[int]) -> str:
+    """``5-9`` for consecutive seeds, else ``1, 4, 7``."""
+    ordered = sorted(seeds)
+    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]}-{ordered[-1]}"
+    return ", ".join(map(str, ordered))
+
+
+def judge(
+    claims: Sequence[Claim],
+    seeds: tuple[int, ...],
+    scale: str,
+    untestable: Mapping[str, str],
+    outcomes: Mapping[RunKey, RunOutcome],
+    alpha: float,
+) -> list[ClaimResult]:
+    """Each claim's test at ``seeds`` from the runs' outcomes (before Holm and magnitude), or why it is untestable."""
     results = []
     for claim in claims:
-        if claim.key in runs.untestable:
-            results.append(ClaimResult(claim, UNTESTABLE, runs.untestable[claim.key]))
+        if claim.key in untestable:
+            results.append(ClaimResult(claim, UNTESTABLE, untestable[claim.key]))
             continue
         setting = Setting.of(claim, scale)
         found = claim_runs(claim, setting, seeds, outcomes, claim.runs)
@@ -446,19 +564,19 @@ def reproduce(claims: Sequence[Claim], seeds: tuple[int, ...], scale: str, pool:
             results.append(ClaimResult(claim, UNTESTABLE, missing))
         else:
             assert not isinstance(found, str) and not isinstance(twins, str)
-            results.append(evaluate(claim, found, twins))
-    seconds = paper_seconds(claims, seeds, scale, outcomes)
-    return Report(finalize(results), seeds, scale, list(outcomes.values()), time.perf_counter() - started, seconds)
+            results.append(evaluate(claim, found, twins, alpha))
+    return results
 
 
 def paper_seconds(
-    claims: Sequence[Claim], seeds: tuple[int, ...], scale: str, outcomes: Mapping[RunKey, RunOutcome]
+    results: Sequence[ClaimResult], seeds: tuple[int, ...], scale: str, outcomes: Mapping[RunKey, RunOutcome]
 ) -> dict[str, float]:
-    """Per paper (in the claims' order), the summed recorded wall seconds of the distinct runs its claims need."""
+    """Per paper (in the claims' order), the summed recorded wall seconds of the distinct runs its claims were judged on."""
     keys: dict[str, set[RunKey]] = {}
-    for claim in claims:
-        needed = keys.setdefault(claim.title, set())
-        needed.update((setting, method, seed) for setting, method in claim_needs(claim, scale) for seed in seeds)
+    for result in results:
+        needed = keys.setdefault(result.claim.title, set())
+        on = result.seeds or seeds
+        needed.update((setting, method, seed) for setting, method in claim_needs(result.claim, scale) for seed in on)
     return {
         paper: sum(o.summary.wall_seconds for key in needed if (o := outcomes.get(key)) is not None and o.summary)
         for paper, needed in keys.items()

@@ -13,14 +13,22 @@ equivalence test instead (TOST: both one-sided t-tests of |mean(A - B)| < X, p t
 p-values of each paper's claims are adjusted together by Holm's method (a paper's driftbench
 claims, on figures the paper does not report, form their own family). Before any test, a claim's
 premises must hold on the seed means, else its verdict is "invalid premise" with the failing
-value. A claim is reproduced if its Holm-adjusted p-value is below 0.025 (a 95% interval above 0
-for one claim alone) and its effect is within 3x of the paper's (ratio ours/paper between 1/3
-and 3; effects compared as differences in the paper's unit, or as ratios for speed-ups), and
-"direction only" if it passes the test but is more than 3x off. Where the paper prints no effect
-but bounds it ("up to 0.9 %", "no gains"), the claim's paper value is that bound: it reproduces
-if our effect is at least (or at most) the bound, the 3x rule not applying, and holds as
-"direction only" on the wrong side of it. It is not reproduced if the 95% t-interval of mean(e)
-lies below 0, and inconclusive otherwise (always with one seed), when the report says how many
+value. A claim passes if its Holm-adjusted p-value is below the look's level: 0.025 in a report
+of one stage (a 95% interval above 0 for one claim alone). A report of two stages declares its
+second stage before it runs: the claims the first stage's seeds (0-4) leave inconclusive run as
+many seeds again (5-9) and are judged on all of them, and both looks test at Pocock's level for
+two equal looks, 0.0147 (z = 2.178), which holds the chance of passing a false claim at 0.025
+over both; a claim decided at the first look keeps its verdict, and the second look's Holm
+family holds each claim's p-value from its last look. A claim that passes is reproduced if its
+effect is within 3x of the paper's (ratio ours/paper between 1/3 and 3; effects compared as
+differences in the paper's unit, or as ratios for speed-ups and ratio effects), and "direction
+only" if it is more than 3x off. Where the paper prints no effect but bounds it ("up to 0.9 %",
+"no gains"), the claim's paper value is that bound: it reproduces if our effect is at least (or
+at most) the bound, the 3x rule not applying, and holds as "direction only" on the wrong side of
+it. A claim that does not pass is not reproduced if the 95% t-interval of mean(e) lies below 0,
+or if the 95% t-interval of our per-seed effect (of the logs, for ratios) lies entirely below a
+third of the paper's effect (below the bound, for an "at least" bound): the paper's effect is
+excluded. It is inconclusive otherwise (always with one seed), when the report says how many
 seeds would settle it at the observed spread. A claim whose method, variant, trace, data or runs
 are missing, or whose paper workload the trace does not build yet, is untestable, and its row
 says why.
@@ -35,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import t as student_t
 
-from driftbench.evaluation.paired import MAX_SEEDS, paired_interval, seeds_needed
+from driftbench.evaluation.paired import MAX_SEEDS, Interval, paired_interval, seeds_needed
 
 RULE_TITLE = "Verdict rule. "
 # the rule is written once, in the module docstring; reports and the README quote it from here, on one line
@@ -44,7 +52,8 @@ VERDICT_RULE = " ".join(RULE_PARAGRAPH.removeprefix(RULE_TITLE).split())
 REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED = "reproduced", "direction only", "not reproduced"
 INCONCLUSIVE, INVALID_PREMISE, UNTESTABLE = "inconclusive", "invalid premise", "untestable"
 VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, INVALID_PREMISE, UNTESTABLE)
-ALPHA = 0.025  # one-sided: a two-sided 95% interval above 0
+ALPHA = 0.025  # one-sided, one look: a two-sided 95% interval above 0
+LOOK_ALPHA = 0.0147  # one-sided, each of two equal looks: Pocock's boundary z = 2.178, 0.025 over both (module docstring)
 MAGNITUDE = 3.0  # an effect more than this factor off the paper's, with the right sign, holds as a direction only
 AT_LEAST, AT_MOST = BOUNDS = ("at_least", "at_most")  # a claim's paper value as a bound on the effect (module docstring)
 
@@ -56,6 +65,7 @@ class Test:
     verdict: str
     reason: str
     p: float  # one-sided (or TOST) p-value of "the claim holds"
+    excluded: str | None = None  # why the paper's effect is excluded (``Effect.excluded``), where it is
 
 
 def one_sided_p(values: Sequence[float] | np.ndarray) -> float:
@@ -85,8 +95,51 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return [float(v) for v in adjusted]
 
 
-def test(statistics: Sequence[float], p: float) -> Test:
-    """The verdict rule's test (module docstring) on the claim's per-seed statistics and p-value, before Holm and magnitude."""
+def level(looks: int) -> float:
+    """The one-sided level each look of a report of ``looks`` stages tests at (module docstring)."""
+    return ALPHA if looks == 1 else LOOK_ALPHA
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A claim's effect at each seed in the paper's unit, and the least effect the paper's claim allows."""
+
+    values: tuple[float, ...]  # differences, or ratios (``ratio``)
+    least: float  # a third of the paper's effect (not below no effect), an "at least" bound, or no effect
+    ratio: bool = False  # ratios: the interval is taken on their logs
+
+    def interval(self) -> Interval:
+        """The 95% t-interval of the mean effect (of the mean log, for ratios, back on the ratio scale)."""
+        interval = paired_interval([math.log(v) for v in self.values] if self.ratio else self.values)
+        assert interval is not None  # a claim is judged on at least one seed
+        if not self.ratio:
+            return interval
+        return Interval(math.exp(interval.mean), math.exp(interval.low), math.exp(interval.high), interval.n)
+
+    def excluded(self) -> str | None:
+        """Why the paper's effect is excluded (the whole interval lies below ``least``); None where it is not."""
+        shown = self.interval()
+        if shown.n < 2 or shown.high >= self.least:
+            return None
+        unit = "x" if self.ratio else ""
+        return (
+            f"the paper's effect is excluded: our effect's 95% interval [{shown.low:.3g}{unit}, {shown.high:.3g}{unit}] "
+            f"lies below {self.least:.3g}{unit}"
+        )
+
+
+def least_effect(paper: float | None, bound: str | None, ratio: bool) -> float:
+    """The least effect a claim allows: a third of the paper's (no less than none), an "at least" bound, else none."""
+    none = 1.0 if ratio else 0.0
+    if paper is None or bound == AT_MOST:
+        return none
+    if bound == AT_LEAST:
+        return paper
+    return max(none, paper / MAGNITUDE)
+
+
+def test(statistics: Sequence[float], p: float, effect: Effect | None = None, alpha: float = ALPHA) -> Test:
+    """The verdict rule's test (module docstring) of per-seed statistics, p-value and effect, before Holm and magnitude."""
     interval = paired_interval(statistics)
     assert interval is not None  # a claim is judged on at least one seed
     held = sum(e > 0 for e in statistics)
@@ -94,21 +147,26 @@ def test(statistics: Sequence[float], p: float) -> Test:
     if interval.n < 2:
         return Test(INCONCLUSIVE, f"{numbers}; one seed gives no interval", 1.0)
     numbers += f", 95% interval [{interval.low:+.3g}, {interval.high:+.3g}], p {p:.2g}"
-    if p < ALPHA:
-        return Test(REPRODUCED, numbers, p)
+    excluded = None if effect is None else effect.excluded()
+    if p < alpha:
+        return Test(REPRODUCED, numbers, p, excluded)
     if interval.high < 0:
-        return Test(NOT_REPRODUCED, numbers, p)
+        return Test(NOT_REPRODUCED, numbers, p, excluded)
+    if excluded:
+        return Test(NOT_REPRODUCED, f"{numbers}; {excluded}", p, excluded)
     needed = seeds_needed(statistics)
     settle = f"about {needed} seeds would settle it" if needed else f"no number of seeds up to {MAX_SEEDS} would settle it"
-    return Test(INCONCLUSIVE, f"{numbers}; at this spread {settle}", p)
+    return Test(INCONCLUSIVE, f"{numbers}; at this spread {settle}", p, excluded)
 
 
-def adjusted(result: Test, p_holm: float, family: int) -> Test:
-    """The test after Holm over a family of ``family`` claims: a pass whose adjusted p is not below ALPHA is inconclusive."""
+def adjusted(result: Test, p_holm: float, family: int, alpha: float = ALPHA) -> Test:
+    """The test after Holm over ``family`` claims: a pass no longer below ``alpha`` is inconclusive (or its effect excluded)."""
     reason = f"{result.reason}; Holm over {family} claims: p {p_holm:.2g}"
-    if result.verdict == REPRODUCED and p_holm >= ALPHA:
+    if result.verdict == REPRODUCED and p_holm >= alpha:
+        if result.excluded:
+            return Test(NOT_REPRODUCED, f"{reason}; {result.excluded}", result.p, result.excluded)
         return Test(INCONCLUSIVE, reason, result.p)
-    return Test(result.verdict, reason, result.p)
+    return Test(result.verdict, reason, result.p, result.excluded)
 
 
 def magnitude(ours: float | None, paper: float | None, bound: str | None = None) -> bool:
