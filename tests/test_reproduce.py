@@ -25,8 +25,8 @@ from driftbench.record.schema import (
     write_rounds,
 )
 from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
-from driftbench.reproduce.report import COLUMNS, read_report, report_section, row
-from driftbench.reproduce.run import ClaimResult, Plan, Setting, evaluate, finalize, plan, reproduce, second_look
+from driftbench.reproduce.report import COLUMNS, read_report, report_section, row, write_report
+from driftbench.reproduce.run import ClaimResult, Plan, Report, Setting, evaluate, finalize, plan, reproduce, second_look
 from driftbench.reproduce.verdict import (
     ALPHA,
     DIRECTION_ONLY,
@@ -473,6 +473,31 @@ def test_claims_may_share_a_diagnosis_their_file_names_once(tmp_path):
         read_claim_file(claim_file(tmp_path, unknown + shared))
     with pytest.raises(ConfigError, match="diagnoses.collapse: no claim names it"):
         read_claim_file(claim_file(tmp_path, claim.format(id="x", diagnosis="") + shared))
+
+
+def test_the_markdown_names_each_diagnosis_on_its_rows_and_lists_it_once_below_with_a_forest_plot_per_paper(tmp_path):
+    shared = (
+        '[diagnoses.collapse]\nkind = "method"\ncommand = "driftbench run --trace static"\n'
+        'evidence = "falls from 0.9 to 0.3 at round 20"\n'
+    )
+    claim = '[[claims]]\nid = "{id}"\nwhere = "T"\nclaim = "c"\ntrace = "static"\nmethods = ["a", "b"]\n'
+    claim += 'metric = "final_accuracy"\ndirection = "a > b"\npaper_figure = "1 vs 2"\n' + KIND + 'diagnosis = "collapse"\n'
+    x, y = read_claim_file(claim_file(tmp_path, claim.format(id="x") + claim.format(id="y") + shared))
+    own = replace(x, id="z", kind="driftbench", paper_value=None)  # no paper effect: not drawn
+    results = [evaluate(x, points(1, -1, 2, 0, 1)), evaluate(y, points(9, 11, 8, 12, 10)), evaluate(own, points(1, 2, 3))]
+    report = Report(finalize(results), (0, 1, 2, 3, 4), "embedded")
+    paths = write_report(report, tmp_path / "report")
+    assert sorted(p.name for p in paths) == ["reproduce-paper.png", "reproduce-paper.svg", "reproduce.csv", "reproduce.md"]
+    text = (tmp_path / "report/reproduce.md").read_text()
+    assert text.count("falls from 0.9 to 0.3 at round 20") == 1  # the evidence once, below the table
+    assert text.count("| collapse (method) |") == 2  # x not reproduced, z inconclusive; y reproduced shows none
+    assert "### A paper: collapse (method)\n\nClaims: x, z.\n\nfalls from 0.9 to 0.3" in text
+    assert "Command: `driftbench run --trace static`" in text and "![reproduce-paper](reproduce-paper.png)" in text
+    csv_rows = read_report(tmp_path / "report/reproduce.csv")
+    assert csv_rows[0]["diagnosis"] == "method: falls from 0.9 to 0.3 at round 20 Command: driftbench run --trace static"
+    assert csv_rows[0]["interval"] == "[-0.816, 2.02] points" and csv_rows[1]["verdict"] == REPRODUCED
+    svg = (tmp_path / "report/reproduce-paper.svg").read_text()
+    assert "x (not reproduced)" in svg and "y (reproduced)" in svg and "z (" not in svg
 
 
 @pytest.mark.parametrize(

@@ -263,13 +263,14 @@ class Diagnosis:
     evidence: str
     command: str
     commit: str | None = None  # the fix, for kind ``implementation``
+    name: str = ""  # its key in the file's [diagnoses], or the id of the one claim whose own table it is
 
     def __str__(self) -> str:
         fix = f" (fixed in {self.commit})" if self.commit else ""
         return f"{self.kind}{fix}: {self.evidence} Command: {self.command}"
 
 
-def parse_diagnosis(table: dict[str, Any], where: str) -> Diagnosis:
+def parse_diagnosis(table: dict[str, Any], where: str, name: str = "") -> Diagnosis:
     """A claim's ``[claims.diagnosis]`` table; a bad kind, no command or evidence without a number is a ConfigError."""
     where = f"{where}: diagnosis"
     require(isinstance(table, dict), f"{where}: expected a table with {', '.join(DIAGNOSIS_KEYS)}")
@@ -287,7 +288,7 @@ def parse_diagnosis(table: dict[str, Any], where: str) -> Diagnosis:
         (table["kind"] == "implementation") == ("commit" in table),
         f"{where}: commit: an implementation diagnosis, and only it, names the commit that fixed it",
     )
-    return Diagnosis(table["kind"], evidence, command, table.get("commit"))
+    return Diagnosis(table["kind"], evidence, command, table.get("commit"), name)
 
 
 @dataclass(frozen=True)
@@ -493,7 +494,7 @@ def read_claim_file(path: Path) -> list[Claim]:
         f"{path}: claims: expected one or more [[claims]] tables",
     )
     assert isinstance(tables, list)  # require()d above
-    shared = {name: parse_diagnosis(table, f"{path}: diagnoses.{name}") for name, table in raw.get("diagnoses", {}).items()}
+    shared = {name: parse_diagnosis(table, f"{path}: diagnoses.{name}", name) for name, table in raw.get("diagnoses", {}).items()}
     claims = [parse_claim(table, path, raw["paper"], i, shared) for i, table in enumerate(tables)]
     ids = [c.id for c in claims]
     duplicate = next((i for i in ids if ids.count(i) > 1), None)
@@ -504,13 +505,13 @@ def read_claim_file(path: Path) -> list[Claim]:
     return claims
 
 
-def claim_diagnosis(value: Any, shared: Mapping[str, Diagnosis], where: str) -> Diagnosis:
+def claim_diagnosis(value: Any, shared: Mapping[str, Diagnosis], where: str, claim_id: str = "") -> Diagnosis:
     """A claim's ``diagnosis``: its own table, or the name of a diagnosis its file's ``[diagnoses]`` shares between claims."""
     if isinstance(value, str):
         require(value in shared, f"{where}: diagnosis {value!r}: the file's [diagnoses] are {', '.join(shared) or 'none'}")
         return shared[value]
     require(isinstance(value, dict), f"{where}: diagnosis must be a table or the name of one of the file's [diagnoses]")
-    return parse_diagnosis(value, where)
+    return parse_diagnosis(value, where, claim_id)
 
 
 def parse_claim(
@@ -572,7 +573,7 @@ def parse_claim(
         workload=one_line(table, "workload", where),
         differs=one_line(table, "differs", where),
         target=target,
-        diagnosis=claim_diagnosis(table["diagnosis"], shared or {}, where) if "diagnosis" in table else None,
+        diagnosis=claim_diagnosis(table["diagnosis"], shared or {}, where, table["id"]) if "diagnosis" in table else None,
         bound=bound,
         calibrated_to=parse_calibration(table["calibrated_to"], where) if "calibrated_to" in table else None,
     )

@@ -1,17 +1,24 @@
-"""The reproduce report: reproduce.md and reproduce.csv, one row per claim, and its section of the leaderboard page."""
+"""The reproduce report: reproduce.md and reproduce.csv, one row per claim, forest plots, and the leaderboard page's section.
+
+reproduce.csv holds every field in full; reproduce.md names each row's diagnosis by its id and kind and lists every
+diagnosis once below the table, with its evidence and command.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 from driftbench.atomic import atomic_write
 from driftbench.config import require
 from driftbench.errors import ConfigError
 from driftbench.evaluation.html_page import Section
-from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, Claim
-from driftbench.reproduce.run import ClaimResult, Report
+from driftbench.evaluation.plots import Plot
+from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, Claim, Diagnosis
+from driftbench.reproduce.forest import CAPTION, forest_plots
+from driftbench.reproduce.run import ClaimResult, Report, ratio_effect
 from driftbench.reproduce.verdict import REPRODUCED, RULE_TITLE, VERDICT_RULE
 
 COLUMNS = {  # report column -> its heading in reproduce.md and on the HTML page
@@ -23,6 +30,7 @@ COLUMNS = {  # report column -> its heading in reproduce.md and on the HTML page
     "paper_figure": "paper's figure",
     "paper_value": "paper's effect",
     "ours": "ours",
+    "interval": "ours, 95% interval",
     "ratio": "ours/paper",
     "driftbench": "driftbench (mean ± std over seeds)",
     "verdict": "verdict",
@@ -34,18 +42,35 @@ REPORT_FILES = ("reproduce.md", "reproduce.csv")
 NO_DIAGNOSIS = "none yet: not reproduced here, cause not established"
 
 
-def row(result: ClaimResult) -> dict[str, str]:
-    """A claim's report row (``COLUMNS``); a claim that reproduced shows only a diagnosis of kind ``implementation`` (a fix)."""
-    c = result.claim
-    if result.verdict == REPRODUCED:
-        diagnosis = str(c.diagnosis) if c.diagnosis and c.diagnosis.kind == "implementation" else "-"
+def shown_diagnosis(result: ClaimResult) -> Diagnosis | None:
+    """The diagnosis a claim's row shows: any where it did not reproduce, only a fix (``implementation``) where it did."""
+    d = result.claim.diagnosis
+    if result.verdict == REPRODUCED and (d is None or d.kind != "implementation"):
+        return None
+    return d
+
+
+def row(result: ClaimResult, brief: bool = False) -> dict[str, str]:
+    """A claim's report row (``COLUMNS``); ``brief`` names its diagnosis by id and kind, as reproduce.md's table does."""
+    c, d = result.claim, shown_diagnosis(result)
+    if d is None:
+        diagnosis = "-" if result.verdict == REPRODUCED else NO_DIAGNOSIS
     else:
-        diagnosis = str(c.diagnosis) if c.diagnosis else NO_DIAGNOSIS
+        diagnosis = f"{d.name} ({d.kind})" if brief else str(d)
     paper = number(result.paper, c)
-    effect = [bounded(paper, c), number(result.ours, c), "-" if result.ratio is None else f"{result.ratio:.2g}"]
+    ratio = "-" if result.ratio is None else f"{result.ratio:.2g}"
+    effect = [bounded(paper, c), number(result.ours, c), interval(result), ratio]
     reason = result.reason + (f"; {off_calibration(c)}" if c.calibrated_to and not c.calibrated_to.within else "")
     cells = [c.title, c.id, c.kind, c.where, c.text, c.paper_figure, *effect, result.figure, result.verdict, reason]
     return dict(zip(COLUMNS, [*cells, notes(c), diagnosis], strict=True))
+
+
+def interval(result: ClaimResult) -> str:
+    """Our effect's 95% interval over seeds in the paper's unit (of the geometric mean, for ratios), or ``-``."""
+    if result.effect is None or len(result.effect.values) < 2:
+        return "-"
+    shown = result.effect.interval()
+    return f"[{shown.low:.3g}, {shown.high:.3g}] {unit(result.claim)}"
 
 
 def off_calibration(claim: Claim) -> str:
@@ -58,12 +83,14 @@ def off_calibration(claim: Claim) -> str:
     )
 
 
+def unit(claim: Claim) -> str:
+    """The unit of the claim's effect: ``x`` for a ratio, else its paper value's."""
+    return "x" if ratio_effect(claim) else claim.unit
+
+
 def number(value: float | None, claim: Claim) -> str:
-    """An effect in the claim's unit (``x`` for a ratio), or ``-``."""
-    if value is None:
-        return "-"
-    unit = "x" if claim.metric == "tta_speedup" or claim.effect == "ratio" else claim.unit
-    return f"{value:.3g} {unit}"
+    """An effect in the claim's unit, or ``-``."""
+    return "-" if value is None else f"{value:.3g} {unit(claim)}"
 
 
 def bounded(text: str, claim: Claim) -> str:
@@ -84,13 +111,13 @@ def notes(claim: Claim) -> str:
     return " | ".join(parts) or "-"
 
 
-def rows(report: Report) -> list[dict[str, str]]:
-    """One row per claim."""
-    return [row(r) for r in report.results]
+def rows(report: Report, brief: bool = False) -> list[dict[str, str]]:
+    """One row per claim (``brief``: diagnoses by id and kind)."""
+    return [row(r, brief) for r in report.results]
 
 
-def markdown(report: Report) -> str:
-    """reproduce.md: the headline, the verdict rule and the table of claims."""
+def markdown(report: Report, plots: Sequence[Plot] | None = ()) -> str:
+    """reproduce.md: headline, verdict rule, forest plots (``None``: no matplotlib), the claims, then the diagnoses."""
     lines = [
         "# driftbench reproduce",
         "",
@@ -100,11 +127,45 @@ def markdown(report: Report) -> str:
         "",
         f"**{RULE_TITLE.strip()}** {VERDICT_RULE}",
         "",
+        *figure_lines(plots),
         "| " + " | ".join(COLUMNS.values()) + " |",
         "|" + " --- |" * len(COLUMNS),
-        *("| " + " | ".join(markdown_cell(row[k]) for k in COLUMNS) + " |" for row in rows(report)),
+        *("| " + " | ".join(markdown_cell(row[k]) for k in COLUMNS) + " |" for row in rows(report, brief=True)),
+        *diagnoses(report.results),
     ]
     return "\n".join(lines) + "\n"
+
+
+def figure_lines(plots: Sequence[Plot] | None) -> list[str]:
+    """reproduce.md's lines for the forest plots: the caption and each image, or why there are none."""
+    if plots is None:
+        return ["Forest plots need matplotlib: pip install 'driftbench[plots]'.", ""]
+    if not plots:
+        return []
+    return [CAPTION, "", *(f"![{p.name}]({p.name}.png)" for p in plots), ""]
+
+
+def diagnoses(results: Sequence[ClaimResult]) -> list[str]:
+    """reproduce.md's list of the diagnoses its rows name, each once per paper with the claims that name it."""
+    named: dict[tuple[str, str], tuple[Diagnosis, list[str]]] = {}
+    for result in results:
+        d = shown_diagnosis(result)
+        if d is not None:
+            named.setdefault((result.claim.title, d.name), (d, []))[1].append(result.claim.id)
+    lines = ["", "## Diagnoses", ""] if named else []
+    for (title, name), (d, ids) in named.items():
+        fix = f", fixed in {d.commit}" if d.commit else ""
+        lines += [
+            f"### {title}: {name} ({d.kind}{fix})",
+            "",
+            f"Claims: {', '.join(ids)}.",
+            "",
+            d.evidence,
+            "",
+            f"Command: `{d.command}`",
+            "",
+        ]
+    return lines
 
 
 def markdown_cell(text: str) -> str:
@@ -113,16 +174,24 @@ def markdown_cell(text: str) -> str:
 
 
 def write_report(report: Report, folder: Path) -> list[Path]:
-    """Write reproduce.md and reproduce.csv (one row per claim, ``COLUMNS``) into ``folder``."""
+    """Write reproduce.md, reproduce.csv (one row per claim, ``COLUMNS``) and each paper's forest plot into ``folder``.
+
+    Without matplotlib the plots are left out, and reproduce.md says so.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows(report))
-    paths = [folder / name for name in REPORT_FILES]
-    for path, text in zip(paths, [markdown(report), buffer.getvalue()]):
-        atomic_write(path, lambda fh, text=text: fh.write(text.encode()))
-    return paths
+    try:
+        plots: list[Plot] | None = forest_plots(report.results)
+    except ConfigError:  # no matplotlib: the report is written without its plots
+        plots = None
+    files = {name: text.encode() for name, text in zip(REPORT_FILES, [markdown(report, plots), buffer.getvalue()])}
+    files.update({name: content for plot in plots or [] for name, content in plot.files.items()})
+    for name, content in files.items():
+        atomic_write(folder / name, lambda fh, content=content: fh.write(content))
+    return [folder / name for name in files]
 
 
 def read_report(path: Path) -> list[dict[str, str]]:

@@ -206,6 +206,7 @@ class ClaimResult:
     paper: float | None = None  # the paper's effect
     excluded: str | None = None  # why the paper's effect is excluded (verdict.Effect), where it is
     seeds: tuple[int, ...] = ()  # the seeds the claim was judged on
+    effect: Effect | None = None  # our effect at each seed, in the paper's unit (None: no effect to compare)
 
     @property
     def ratio(self) -> float | None:
@@ -241,27 +242,27 @@ def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None, alpha: float =
             if value is None:
                 return ClaimResult(claim, UNTESTABLE, f"{method}, seed {seed}: {metric_spec(claim.metric).missing}")
             values[method].append(value)
-    shown, paper, judged = figure(claim, values), paper_effect(claim), tuple(sorted(runs))
+    shown, paper, effect = figure(claim, values), paper_effect(claim), seed_effects(claim, values)
+    untested = ClaimResult(claim, INVALID_PREMISE, "", shown, paper=paper, seeds=tuple(sorted(runs)), effect=effect)
     collapsed = first_flagged(runs, (COLLAPSE,))
     if collapsed:
         method, _, seed = collapsed
-        why = f"premise 'no run collapses without drift' fails: {method} at seed {seed}"
-        return ClaimResult(claim, INVALID_PREMISE, why, shown, paper=paper, seeds=judged)
+        return replace(untested, reason=f"premise 'no run collapses without drift' fails: {method} at seed {seed}")
     unmet = next((why for why in (premise_failure(claim, p, runs) for p in claim.premises) if why), None)
     if unmet:
-        return ClaimResult(claim, INVALID_PREMISE, unmet, shown, paper=paper, seeds=judged)
+        return replace(untested, reason=unmet)
     never = unreached(claim, runs)
     if never:
-        return ClaimResult(claim, NOT_REPRODUCED, never, shown, paper=paper, seeds=judged)
+        return replace(untested, verdict=NOT_REPRODUCED, reason=never)
     statistics = [claim.direction.statistic({m: v[i] for m, v in values.items()}) for i in range(len(runs))]
     if claim.direction.relation == "=":
         a, b = claim.methods
         p = tost_p(np.subtract(values[a], values[b]), claim.direction.margin)
     else:
         p = one_sided_p(statistics)
-    result = test(statistics, p, seed_effects(claim, values), alpha)
+    result = test(statistics, p, effect, alpha)
     ours = ours_effect(claim, values)
-    return ClaimResult(claim, result.verdict, result.reason, shown, result.p, ours, paper, result.excluded, judged)
+    return replace(untested, verdict=result.verdict, reason=result.reason, p=result.p, ours=ours, excluded=result.excluded)
 
 
 def first_flagged(runs: Runs, only: tuple[str, ...] | None = None) -> tuple[str, tuple[str, ...], int] | None:
