@@ -22,7 +22,9 @@ Choices where the paper is open (one line each; tests/methods/conformance/test_f
 - Algorithm 3 line 8 ("low loss and relatively few clusters"): the cluster count held over most thresholds
   among candidates below the one-cluster loss, then the lowest loss (B.10's plateau reading); on a proximity
   matrix without cluster structure no count holds for long and the lowest loss, i.e. the most clusters, wins;
-- lam, gamma, tau (unset in the paper) pick B.10's planted 11 groups: 0.1, 1, 1.
+- lam, gamma, tau (unset in the paper) pick B.10's planted 11 groups: 0.1, 1, 1;
+- the readings tried on the paper's base settings (L1 summed as printed, ``compactness = "sum"``; line 8 as the
+  lowest loss, ``line8 = "lowest"``; tau = 10; no size penalty, lam = 0) are in docs/methods.md ("FedDAG readings").
 
 Newcomers (A.8, Algorithm 4): each warms up ``warmup_rounds`` rounds from the initial model like a shifted client,
 learns its own fusion weight (the others' fixed), and one hierarchical pass at the chosen alpha places it as it
@@ -37,13 +39,13 @@ again. Principal vectors, counts and histograms go through client queries, which
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
 import torch
 
-from driftbench.config import require
+from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.engine.batched import Params as NamedTensors  # in the class bodies below, Params names the parameter dataclass
 from driftbench.methods import server_work as work
 from driftbench.methods.base import (
@@ -83,7 +85,8 @@ SPARSE_STREAM, FUSION_STREAM = 11, 12  # RNG streams derived from the run seed
 class FedDAGSingleParams(ProxParams):
     """Warm-up, sparsity, principal vectors, weight range delta, threshold grid and Eq. 9-10 constants, shift check.
 
-    The paper gives no values for lam, gamma, tau; these pick the planted 11 groups of B.10.
+    The paper gives no values for lam, gamma, tau; these pick the planted 11 groups of B.10. ``compactness``
+    (``mean`` or ``sum``) and ``line8`` (``plateau`` or ``lowest``) are Algorithm 3's open readings (module docstring).
     """
 
     warmup_rounds: int = 2
@@ -96,9 +99,13 @@ class FedDAGSingleParams(ProxParams):
     tau: float = 1.0
     shift_every: int = 5
     shift_fraction: float = 0.2
+    compactness: str = field(default="mean", metadata={RECORDED_WHEN_SET: True})
+    line8: str = field(default="plateau", metadata={RECORDED_WHEN_SET: True})
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        require(self.compactness in ("mean", "sum"), f"compactness must be mean or sum, got {self.compactness!r}")
+        require(self.line8 in ("plateau", "lowest"), f"line8 must be plateau or lowest, got {self.line8!r}")
         require(
             self.aggregator == "mean",
             f"feddag aggregates clusters and local models together: aggregator must be 'mean', got {self.aggregator!r}",
@@ -108,7 +115,7 @@ class FedDAGSingleParams(ProxParams):
         require(self.principal_vectors >= 1, f"principal_vectors must be >= 1, got {self.principal_vectors}")
         require(0 <= self.delta < 1, f"delta must be in [0, 1), got {self.delta}")
         require(0 < self.threshold_step <= 1, f"threshold_step must be in (0, 1], got {self.threshold_step}")
-        require(self.lam > 0 and self.tau > 0, f"lam and tau must be > 0, got {self.lam} and {self.tau}")
+        require(self.lam >= 0 and self.tau > 0, f"lam must be >= 0 and tau > 0, got {self.lam} and {self.tau}")
         require(self.gamma >= 0, f"gamma must be >= 0, got {self.gamma}")
         require(self.shift_every >= 1, f"shift_every must be >= 1, got {self.shift_every}")
         require(self.shift_fraction > 0, f"shift_fraction must be > 0, got {self.shift_fraction}")
@@ -228,7 +235,9 @@ class FedDAGSingle(Method):
             self.reassign(done, cut(adjacency, self.alpha), local, counts.sum(axis=1), adjacency if not found else None)
         else:
             s = self.params
-            labels, self.alpha = optimal_clustering(adjacency, s.threshold_step, s.lam, s.gamma, s.tau)
+            labels, self.alpha = optimal_clustering(
+                adjacency, s.threshold_step, s.lam, s.gamma, s.tau, s.compactness == "sum", s.line8 == "plateau"
+            )
             self.events.measure("feddag_alpha", self.alpha)
             self.events.measure("feddag_fusion_weight_mean", float(self.weights.mean()))
             self.clusters = self.cluster_models(local, labels, counts.sum(axis=1))

@@ -143,15 +143,18 @@ def fusion_weights(gradient: np.ndarray, data: np.ndarray, start: np.ndarray, fr
     return optimum
 
 
-def clustering_loss(adjacency: np.ndarray, labels: np.ndarray, lam: float, gamma: float, tau: float) -> float:
+def clustering_loss(
+    adjacency: np.ndarray, labels: np.ndarray, lam: float, gamma: float, tau: float, summed: bool = False
+) -> float:
     """Eq. 9-10: compactness (mean intra-cluster distance, averaged over clusters) + lam x degeneracy penalty.
 
-    Choice: L1 is averaged over the Z clusters. Summed as printed, it grows with the number of
+    Choice: L1 is averaged over the Z clusters (``summed``: as printed). Summed, it grows with the number of
     equally tight clusters, and on a planted 11-group matrix it ranks one cluster above the 11.
     """
     clusters, sizes = np.unique(labels, return_counts=True)
     work.charge(adjacency.size)
-    compact = np.mean([adjacency[np.ix_(labels == z, labels == z)].sum() / size**2 for z, size in zip(clusters, sizes)])
+    tightness = [adjacency[np.ix_(labels == z, labels == z)].sum() / size**2 for z, size in zip(clusters, sizes)]
+    compact = np.sum(tightness) if summed else np.mean(tightness)
     floor = len(labels) / len(clusters) - gamma * sizes.std()
     degenerate = np.exp(np.maximum(0.0, floor - sizes) / tau).mean()
     return float(compact + lam * degenerate)
@@ -177,26 +180,35 @@ def first_seen_labels(labels: np.ndarray) -> np.ndarray:
     return np.argsort(np.argsort(first))[inverse].astype(np.int64)
 
 
-def optimal_clustering(adjacency: np.ndarray, step: float, lam: float, gamma: float, tau: float) -> tuple[np.ndarray, float]:
+def optimal_clustering(
+    adjacency: np.ndarray,
+    step: float,
+    lam: float,
+    gamma: float,
+    tau: float,
+    summed: bool = False,
+    plateau: bool = True,
+) -> tuple[np.ndarray, float]:
     """Algorithm 3: the clustering of the threshold grid with low loss and relatively few clusters, and its alpha.
 
     Line 8 ("select alpha* with low score and relatively small Z") made operational, after
     appendix B.10's reading of its Table 19: among candidates whose loss is below the
     one-cluster candidate's, take the cluster count held over the most thresholds (the
-    plateau), then the lowest loss, then the fewest clusters. One cluster per client is never
-    a candidate; with no candidate below the one-cluster loss, the lowest loss wins.
+    plateau), then the lowest loss, then the fewest clusters (``plateau`` false: the lowest
+    loss, then the fewest clusters). One cluster per client is never a candidate; with no
+    candidate below the one-cluster loss, the lowest loss wins. ``summed``: Eq. 9's L1 as printed.
     """
     n = len(adjacency)
     candidates = [(alpha, cut(adjacency, alpha)) for alpha in threshold_grid(step)]
     candidates = [(a, labels) for a, labels in candidates if labels.max() + 1 < n] or candidates[:1]
-    losses = np.array([clustering_loss(adjacency, labels, lam, gamma, tau) for _, labels in candidates])
+    losses = np.array([clustering_loss(adjacency, labels, lam, gamma, tau, summed) for _, labels in candidates])
     counts = np.array([labels.max() + 1 for _, labels in candidates])
     single = losses[counts == 1]
     eligible = np.flatnonzero(losses < single.min()) if len(single) else np.arange(len(candidates))
     if not len(eligible):
         eligible = np.array([int(losses.argmin())])
-    plateau = {z: int((counts[eligible] == z).sum()) for z in counts[eligible]}
-    best = min(eligible, key=lambda i: (-plateau[counts[i]], losses[i], counts[i]))
+    held = {z: int((counts[eligible] == z).sum()) if plateau else 0 for z in counts[eligible]}
+    best = min(eligible, key=lambda i: (-held[counts[i]], losses[i], counts[i]))
     return candidates[best][1], float(candidates[best][0])
 
 

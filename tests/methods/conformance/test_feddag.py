@@ -113,3 +113,24 @@ def test_algorithm3_the_degeneracy_penalty_decides_whether_an_outlier_is_split_o
     assert labels.tolist() == [0, 0, 0, 1, 1, 2] and alpha == pytest.approx(0.45)
     labels, alpha = optimal_clustering(SIX, 0.05, 0.1, 1.0, 0.1)
     assert labels.tolist() == [0, 0, 0, 1, 1, 1] and alpha == pytest.approx(0.85)
+
+
+def test_algorithm3_readings_the_paper_leaves_open_l1_summed_lowest_loss_and_no_size_penalty():
+    """The readings docs/methods.md measures, on SIX and on NEAR (SIX with client 5 at 0.3 from {3, 4}).
+
+    L1 summed as printed ({0,1,2}, {3,4}, {5}): 6 x 0.1 / 9 + 2 x 0.1 / 4 + 0 = 0.11667, 3x the averaged L1; with
+    lam = 0 only compactness is left. On NEAR, {0,1,2}, {3,4,5} holds over 0.3 <= alpha < 0.9 (12 thresholds), the
+    split-off singleton over 0.1 <= alpha < 0.3 (4). Its losses (lam 0.1, tau 1): L1 = (0.6 / 9 + 1.4 / 9) / 2 =
+    0.1111, L = 0.2111; with the singleton 0.03889 + 0.1 x 1.06714 = 0.1456. The plateau reading takes the 12
+    thresholds' two clusters; line 8 as the lowest loss takes the singleton.
+    """
+    l1 = 0.6 / 9 + 0.2 / 4
+    assert clustering_loss(SIX, np.array([0, 0, 0, 1, 1, 2]), 0.0, 1.0, 1.0, summed=True) == pytest.approx(l1)
+    assert clustering_loss(SIX, np.array([0, 0, 0, 1, 1, 2]), 0.0, 1.0, 1.0) == pytest.approx(l1 / 3)
+    near = SIX.copy()
+    near[5, 3:5] = near[3:5, 5] = 0.3
+    assert clustering_loss(near, np.array([0, 0, 0, 1, 1, 1]), 0.1, 1.0, 1.0) == pytest.approx(0.2111, abs=1e-4)
+    labels, alpha = optimal_clustering(near, 0.05, 0.1, 1.0, 1.0)
+    assert labels.tolist() == [0, 0, 0, 1, 1, 1] and alpha == pytest.approx(0.85)
+    labels, alpha = optimal_clustering(near, 0.05, 0.1, 1.0, 1.0, plateau=False)
+    assert labels.tolist() == [0, 0, 0, 1, 1, 2] and alpha == pytest.approx(0.25)
