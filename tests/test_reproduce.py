@@ -26,7 +26,18 @@ from driftbench.record.schema import (
 )
 from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
 from driftbench.reproduce.report import COLUMNS, read_report, report_section, row, write_report
-from driftbench.reproduce.run import ClaimResult, Plan, Report, Setting, evaluate, finalize, plan, reproduce, second_look
+from driftbench.reproduce.run import (
+    ClaimResult,
+    Plan,
+    Report,
+    Setting,
+    evaluate,
+    finalize,
+    plan,
+    reproduce,
+    second_look,
+    with_literal,
+)
 from driftbench.reproduce.verdict import (
     ALPHA,
     DIRECTION_ONLY,
@@ -732,6 +743,29 @@ def test_the_second_look_judges_the_open_claims_on_every_seed_and_keeps_the_deci
     assert final[3].seeds == tuple(range(5)) and "second stage (seeds 5-9): run static/a/seed5 not recorded" in final[3].reason
     at_one_look = finalize([again[0]], ALPHA)  # the same 10 seeds as one look: the level is 0.025, not 0.0147
     assert at_one_look[0].verdict == REPRODUCED
+
+
+def test_a_literal_twin_runs_the_claim_again_with_the_literal_variants_in_its_own_family(tmp_path, monkeypatch):
+    literal = {"fedcm": "fedcm-literal", "fedcm-star": "fedcm-literal-star"}
+    monkeypatch.setattr("driftbench.reproduce.run.literal_variant", literal.get)
+    extra = 'premises = ["pre_drift_accuracy: fedcm = fedcm-star within 0.03", "none degenerate"]\n'
+    extra += "method_set = { fedcm = { tau = -0.8 } }\n"
+    kind = 'kind = "exact"\nunit = "permille"\npaper_value = { fedcm = 1, fedcm-star = 27 }\n'
+    claim = one_claim(tmp_path, '["fedcm", "fedcm-star"]', "fedcm < fedcm-star", extra=extra, kind=kind)
+    other = replace(one_claim(tmp_path, '["a", "b"]', "a > b"), id="other")
+    default, twin, untouched = with_literal([claim, other])
+    assert default is claim and untouched is other and (twin.literal, twin.label) == (True, "c (literal)")
+    assert twin.methods == ("fedcm-literal", "fedcm-literal-star") and twin.key == "paper/c (literal)" != claim.key
+    assert twin.premises[0].text == "pre_drift_accuracy: fedcm-literal = fedcm-literal-star within 0.03"
+    assert twin.premises[0].methods == twin.methods and twin.premises[1] == claim.premises[1]
+    assert twin.paper_value == {"fedcm-literal": 1.0, "fedcm-literal-star": 27.0}
+    assert twin.method_run("fedcm-literal").sets == (("tau", "-0.8"),)
+    a = evaluate(replace(other, id="a"), seeds(a=[0.70, 0.67, 0.73], b=[0.60, 0.60, 0.60]))  # one-sided p 0.014
+    twin_result = replace(a, claim=replace(a.claim, literal=True))
+    done = finalize([a, twin_result])  # apart: Holm over 1 claim each, both pass; together neither would
+    assert [r.verdict for r in done] == [REPRODUCED, REPRODUCED] and "Holm over 1 claims" in done[1].reason
+    headline = Report(done, (0, 1, 2), "embedded").headline()
+    assert headline.startswith("1 paper claims: 1 reproduced") and "1 literal twins" in headline
 
 
 def test_holm_over_a_papers_claims_keeps_its_driftbench_claims_apart(tmp_path):

@@ -16,7 +16,7 @@ from driftbench.registry import AddedTomls, import_modules
 import_modules("driftbench.methods")  # each method class registers itself in IMPLEMENTATIONS
 CATALOG_DIR = catalog_dir("methods")
 PLUGIN_TOMLS = AddedTomls("method")  # what plug-ins add: driftbench.discovery hands them over
-SPEC_KEYS = {"class": str, "variant_of": str, "description": str, "paper": str, "params": dict}  # key -> TOML type
+SPEC_KEYS = {"class": str, "variant_of": str, "description": str, "paper": str, "params": dict, "literal": str}  # key -> type
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class MethodSpec:
     description: str
     paper: str
     params: Any
+    literal: str | None = None  # the variant that runs its paper as written, where these parameters are a reading of it
 
     def create(self) -> Method:
         """A fresh method instance with these parameters."""
@@ -85,4 +86,4 @@ def catalog_spec(name: str, chain: tuple[str, ...]) -> MethodSpec:
     else:
         cls, defaults, inherited = lookup(IMPLEMENTATIONS, raw.get("class", ""), f"method class in {path}"), None, ""
     params = build(cls.Params, raw.get("params", {}), f"{path} [params]", base=defaults)
-    return MethodSpec(name, cls.name, described(raw, path, inherited), raw.get("paper", ""), params)
+    return MethodSpec(name, cls.name, described(raw, path, inherited), raw.get("paper", ""), params, raw.get("literal"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -429,6 +429,30 @@ class Claim:
     diagnosis: Diagnosis | None = None  # why it does not reproduce, where that has been found out
     bound: str | None = None  # BOUNDS: paper_value bounds the effect (the paper prints none), verdict.magnitude
     calibrated_to: Calibration | None = None  # the stand-in's calibration on a reference baseline
+    literal: bool = False  # the claim run again with the literal variants of methods whose default is a reading
+
+    def renamed(self, names: Mapping[str, str]) -> Claim:
+        """The claim with its methods renamed (``names``: old -> new) wherever it names them, as its literal twin."""
+
+        def name(method: str) -> str:
+            return names.get(method, method)
+
+        def premise(p: Premise) -> Premise:
+            if p.direction is None:
+                return p
+            text = re.sub(r"[^\s<>=:]+", lambda m: name(m.group()), p.text)
+            return replace(p, text=text, direction=replace(p.direction, methods=tuple(map(name, p.direction.methods))))
+
+        value = self.paper_value
+        return replace(
+            self,
+            direction=replace(self.direction, methods=tuple(map(name, self.direction.methods))),
+            premises=tuple(map(premise, self.premises)),
+            paper_value={name(m): v for m, v in value.items()} if isinstance(value, dict) else value,
+            method_sets={name(m): sets for m, sets in self.method_sets.items()},
+            target=None if self.target is None else name(self.target),
+            literal=True,
+        )
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -442,9 +466,14 @@ class Claim:
         return tuple(dict.fromkeys([*self.methods, *([self.target] if self.target else []), *premised]))
 
     @property
+    def label(self) -> str:
+        """The claim's id as reports show it: `` (literal)`` after a literal twin's."""
+        return self.id + (" (literal)" if self.literal else "")
+
+    @property
     def key(self) -> str:
-        """``<paper>/<id>``."""
-        return f"{self.paper}/{self.id}"
+        """``<paper>/<label>``."""
+        return f"{self.paper}/{self.label}"
 
     def method_run(self, method: str) -> MethodRun:
         """The method with the claim's overrides of its parameters: what one run folder holds."""

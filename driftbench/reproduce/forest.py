@@ -84,7 +84,7 @@ def forest_figure(rows: Sequence[ClaimResult]) -> Figure:
     ticks = [t for t in TICKS if low <= t <= high]
     ax.set_xticks(ticks, [TICK_LABELS.get(t, f"{t:g}") for t in ticks])
     ax.minorticks_off()
-    ax.set_yticks(range(len(rows)), [f"{r.claim.id} ({r.verdict})" for r in rows], fontsize=7)
+    ax.set_yticks(range(len(rows)), [f"{r.claim.label} ({r.verdict})" for r in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("our effect / the paper's (symmetric log)")
     ax.grid(axis="x", alpha=0.3)

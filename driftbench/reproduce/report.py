@@ -61,7 +61,7 @@ def row(result: ClaimResult, brief: bool = False) -> dict[str, str]:
     ratio = "-" if result.ratio is None else f"{result.ratio:.2g}"
     effect = [bounded(paper, c), number(result.ours, c), interval(result), ratio]
     reason = result.reason + (f"; {off_calibration(c)}" if c.calibrated_to and not c.calibrated_to.within else "")
-    cells = [c.title, c.id, c.kind, c.where, c.text, c.paper_figure, *effect, result.figure, result.verdict, reason]
+    cells = [c.title, c.label, c.kind, c.where, c.text, c.paper_figure, *effect, result.figure, result.verdict, reason]
     return dict(zip(COLUMNS, [*cells, notes(c), diagnosis], strict=True))
 
 
@@ -151,7 +151,7 @@ def diagnoses(results: Sequence[ClaimResult]) -> list[str]:
     for result in results:
         d = shown_diagnosis(result)
         if d is not None:
-            named.setdefault((result.claim.title, d.name), (d, []))[1].append(result.claim.id)
+            named.setdefault((result.claim.title, d.name), (d, []))[1].append(result.claim.label)
     lines = ["", "## Diagnoses", ""] if named else []
     for (title, name), (d, ids) in named.items():
         fix = f", fixed in {d.commit}" if d.commit else ""

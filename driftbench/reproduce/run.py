@@ -122,6 +122,29 @@ class Plan:
         return [[group[i] for group in by_trace.values() if i < len(group)] for i in range(depth)]
 
 
+def with_literal(claims: Sequence[Claim]) -> list[Claim]:
+    """Each claim, followed by its literal twin where it runs a method whose default reads its paper (``literal`` in its
+    TOML): the same claim with each such method's literal variant in its place."""
+    literals = {m: literal for m in {m for c in claims for m in c.runs} if (literal := literal_variant(m))}
+    out = []
+    for claim in claims:
+        out.append(claim)
+        names = {m: literals[m] for m in claim.runs if m in literals}
+        if names:
+            out.append(claim.renamed(names))
+    return out
+
+
+def literal_variant(method: str) -> str | None:
+    """The variant a catalogued method names as its paper's literal reading; None (or a broken TOML: untestable later)."""
+    if method not in method_catalog.catalog():
+        return None
+    try:
+        return method_catalog.load_method(method).literal
+    except DriftbenchError:
+        return None
+
+
 def untestable_reason(claim: Claim, scale: str) -> str | None:
     """Why the claim cannot be run (a missing method or variant, flwr for one, an unknown trace or scale); None if it can."""
     if claim.workload:
@@ -371,11 +394,12 @@ def paper_effect(claim: Claim) -> float | None:
 
 
 def finalize(results: Sequence[ClaimResult], alpha: float = ALPHA) -> list[ClaimResult]:
-    """Holm over each paper's tested claims (its driftbench claims apart) at level ``alpha``, then the paper's magnitude."""
-    families: dict[tuple[str, bool], list[int]] = {}
+    """Holm over each paper's tested claims (its driftbench claims and literal twins apart) at ``alpha``, then magnitude."""
+    families: dict[tuple[str, bool, bool], list[int]] = {}
     for i, result in enumerate(results):
         if result.p is not None:
-            families.setdefault((result.claim.paper, result.claim.kind == "driftbench"), []).append(i)
+            c = result.claim
+            families.setdefault((c.paper, c.kind == "driftbench", c.literal), []).append(i)
     done = list(results)
     for members in families.values():
         for i, p_holm in zip(members, holm([results[i].p or 0.0 for i in members])):
@@ -444,8 +468,9 @@ class Report:
     def headline(self) -> str:
         """The paper claims' verdict counts, the driftbench claims' apart, then seeds, scale, runs and wall time."""
         states = [o.state for o in self.outcomes]
-        paper = [r.verdict for r in self.results if r.claim.kind != "driftbench"]
-        own = [r.verdict for r in self.results if r.claim.kind == "driftbench"]
+        paper = [r.verdict for r in self.results if r.claim.kind != "driftbench" and not r.claim.literal]
+        own = [r.verdict for r in self.results if r.claim.kind == "driftbench" and not r.claim.literal]
+        literal = [r.verdict for r in self.results if r.claim.literal]
 
         def counts(verdicts: list[str]) -> str:
             return ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
@@ -461,9 +486,15 @@ class Report:
                 f"{seed_range(self.seeds)}, then seeds {seed_range(self.second)} for the {went} claims the first left "
                 "inconclusive."
             )
+        twins = (
+            f"{len(literal)} literal twins (claims run again with methods as their papers are written, where the "
+            f"default is a reading; their own Holm families, first look only): {counts(literal)}. "
+            if literal
+            else ""
+        )
         return (
             f"{len(paper)} paper claims: {counts(paper)}. {len(own)} driftbench claims (figures the papers do not "
-            f"report): {counts(own)}. {looks} {len(calibrated)} claims run on calibrated "
+            f"report): {counts(own)}. {twins}{looks} {len(calibrated)} claims run on calibrated "
             f"stand-ins, {off} of them more than {CALIBRATION_TOLERANCE:g} points off. "
             f"Seeds {', '.join(map(str, self.seeds + self.second))}, scale "
             f"{self.scale}; {len(states)} runs ({states.count('ran')} ran, {states.count('skipped')} up to date, "
@@ -483,6 +514,7 @@ def reproduce(
     stage leaves inconclusive run those seeds too and are judged again on all of them (the verdict rule's two stages)."""
     started = time.perf_counter()
     alpha = level(2 if second else 1)
+    claims = with_literal(claims)
     runs = plan(claims, seeds, scale, execution)
     log.info("reproduce: %d claims, %d runs in %d settings", len(claims), runs.runs, len(runs.jobs))
     outcomes = execute_plan(runs, pool)
@@ -505,7 +537,7 @@ def second_stage(
     outcomes: dict[RunKey, RunOutcome],
 ) -> list[ClaimResult]:
     """The second stage: the first look's inconclusive claims run ``second`` (into ``outcomes``), then ``second_look``."""
-    open_claims = [r.claim for r in results if r.verdict == INCONCLUSIVE and r.p is not None]
+    open_claims = [r.claim for r in results if r.verdict == INCONCLUSIVE and r.p is not None and not r.claim.literal]
     runs = plan(open_claims, second, scale, execution)
     log.info("reproduce, second stage: %d claims inconclusive, %d runs at seeds %s", len(open_claims), runs.runs, second)
     outcomes.update(execute_plan(runs, pool))
