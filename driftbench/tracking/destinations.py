@@ -11,7 +11,9 @@ from pathlib import Path
 
 from driftbench.errors import ConfigError
 
-SINKS = ("tensorboard", "mlflow")
+# each sink's module (imported only when a run logs to it), whose TRACKER is its tracker class
+SINK_MODULES = {"tensorboard": "driftbench.tracking.tensorboard_sink", "mlflow": "driftbench.tracking.mlflow_sink"}
+SINKS = tuple(SINK_MODULES)
 TENSORBOARD_DIR = "tensorboard"  # the default TensorBoard folder, in the current directory
 MLFLOW_DB = "mlflow.db"  # the default MLflow store, sqlite in the current directory, unless $MLFLOW_TRACKING_URI
 MLFLOW_EXPERIMENT = "driftbench"  # the MLflow experiment, unless $MLFLOW_EXPERIMENT_NAME

@@ -8,6 +8,7 @@ record and the other trackers go on.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 from driftbench.errors import ConfigError, one_line
 from driftbench.record.files import CONFIG, EVENTS, ROUNDS, SUMMARY, as_json, read_json
 from driftbench.record.schema import RoundRow, Summary, read_events, read_rounds, read_summary
-from driftbench.tracking.destinations import Destination, Tracking
+from driftbench.tracking.destinations import SINK_MODULES, Destination, Tracking
 from driftbench.tracking.values import (
     Identity,
     Scalar,
@@ -63,13 +64,8 @@ class Tracker(Protocol):
 def open_tracker(destination: Destination) -> Tracker:
     """The tracker of a destination; a missing package, or a store that cannot be opened, is a ``ConfigError``."""
     try:
-        if destination.sink == "tensorboard":
-            from driftbench.tracking.tensorboard_sink import TensorBoardTracker
-
-            return TensorBoardTracker(destination, FLUSH_SECONDS)
-        from driftbench.tracking.mlflow_sink import MlflowTracker
-
-        return MlflowTracker(destination, FLUSH_SECONDS)
+        tracker: Tracker = importlib.import_module(SINK_MODULES[destination.sink]).TRACKER(destination, FLUSH_SECONDS)
+        return tracker
     except ImportError as exc:
         raise ConfigError(f"--log {destination.sink} needs the {exc.name} package: {EXTRA}") from None
     except Exception as exc:  # the tracker's own errors: a bad URI, an unreadable store

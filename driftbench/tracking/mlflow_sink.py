@@ -107,6 +107,9 @@ class MlflowTracker:
         self.run_id = None
 
 
+TRACKER = MlflowTracker  # the class driftbench.tracking.feed.open_tracker makes
+
+
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
     """``items`` in consecutive pieces of at most ``size``."""
     return [items[i : i + size] for i in range(0, len(items), size)]

@@ -90,6 +90,9 @@ class TensorBoardTracker:
         return self.writer
 
 
+TRACKER = TensorBoardTracker  # the class driftbench.tracking.feed.open_tracker makes
+
+
 def fenced(data: Any) -> str:
     """``data`` as indented JSON in a Markdown code block (TensorBoard renders text as Markdown)."""
     return "```json\n" + json.dumps(data, indent=2) + "\n```"
