@@ -53,7 +53,7 @@ from driftbench.registry import ENV
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
 from driftbench.traces.catalog import ResolvedTrace, default_methods, is_trace_file, named_spec, resolve, run_sets
 from driftbench.tracking.destinations import NO_TRACKING, Destination, Tracking, destinations
-from driftbench.tracking.feed import record_feed
+from driftbench.tracking.feed import preimport, record_feed
 
 log = logging.getLogger("driftbench")
 
@@ -534,6 +534,7 @@ def open_backend(options: PoolOptions) -> Backend:
 def run_pool(jobs: list[RunJob], options: PoolOptions, desc: str = "sweep") -> list[RunOutcome]:
     """Run every job on the backend, all at once (``finalize_tta`` gives each its time-to-accuracy once all are done)."""
     resolved_trace.cache_clear()  # the runs build their traces in their own processes
+    preimport(d for job in jobs for d in job.execution.tracking.destinations)  # finalize_tta adds to their logs
     backend = open_backend(options)
     outcomes: dict[int, RunOutcome] = {}  # by position: jobs that differ only in overrides or folder share a label
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=options.quiet or not sys.stderr.isatty())

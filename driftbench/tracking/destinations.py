@@ -14,6 +14,8 @@ from driftbench.errors import ConfigError
 # each sink's module (imported only when a run logs to it), whose TRACKER is its tracker class
 SINK_MODULES = {"tensorboard": "driftbench.tracking.tensorboard_sink", "mlflow": "driftbench.tracking.mlflow_sink"}
 SINKS = tuple(SINK_MODULES)
+PACKAGES = {"tensorboard": ("tensorboard",), "mlflow": ("mlflow",)}  # what each sink imports (the extra tracking)
+SQLITE, SQLITE_PACKAGES = "sqlite:///", ("sqlalchemy", "alembic")  # an sqlite MLflow store's scheme and packages
 TENSORBOARD_DIR = "tensorboard"  # the default TensorBoard folder, in the current directory
 MLFLOW_DB = "mlflow.db"  # the default MLflow store, sqlite in the current directory, unless $MLFLOW_TRACKING_URI
 MLFLOW_EXPERIMENT = "driftbench"  # the MLflow experiment, unless $MLFLOW_EXPERIMENT_NAME

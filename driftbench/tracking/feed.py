@@ -9,8 +9,11 @@ record and the other trackers go on.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,7 +21,7 @@ from typing import Any, Protocol
 from driftbench.errors import ConfigError, one_line
 from driftbench.record.files import CONFIG, EVENTS, ROUNDS, SUMMARY, as_json, read_json
 from driftbench.record.schema import RoundRow, Summary, read_events, read_rounds, read_summary
-from driftbench.tracking.destinations import SINK_MODULES, Destination, Tracking
+from driftbench.tracking.destinations import PACKAGES, SINK_MODULES, SQLITE, SQLITE_PACKAGES, Destination, Tracking
 from driftbench.tracking.values import (
     Identity,
     Scalar,
@@ -73,12 +76,33 @@ def open_tracker(destination: Destination) -> Tracker:
 
 
 def check(tracking: Tracking) -> None:
-    """Open each destination once before any run starts, so that a missing package or a bad store stops them all.
+    """Before any run starts: each destination's packages are installed and an sqlite store's folder exists.
 
-    Opening also creates an MLflow store and its experiment, once, before pool workers share them.
+    Nothing is imported here (mlflow alone takes a second or two, on the path of every run): the runs open
+    their trackers, and the first to open a new sqlite store creates it (under a lock, ``mlflow_sink``).
     """
     for destination in tracking.destinations:
-        open_tracker(destination).close()
+        sqlite = destination.where.startswith(SQLITE)
+        for package in PACKAGES[destination.sink] + (SQLITE_PACKAGES if sqlite else ()):
+            if importlib.util.find_spec(package) is None:
+                raise ConfigError(f"--log {destination.sink} needs the {package} package: {EXTRA}")
+        folder = Path(destination.where.removeprefix(SQLITE)).parent
+        if sqlite and not folder.is_dir():
+            raise ConfigError(f"--log {destination}: no folder {folder} for the sqlite store")
+
+
+def preimport(destinations: Iterable[Destination]) -> None:
+    """Import the sinks of ``destinations`` in a background thread (this process opens them later, while it waits)."""
+    modules = sorted({SINK_MODULES[d.sink] for d in destinations})
+    if not modules:
+        return
+
+    def load() -> None:
+        for module in modules:
+            with suppress(ImportError):  # open_tracker names a missing package when it is used
+                importlib.import_module(module)
+
+    threading.Thread(target=load, daemon=True, name="driftbench-trackers").start()
 
 
 class Feed:
@@ -162,16 +186,17 @@ class Feed:
         return [t.sink for t in feed.trackers]
 
     def amend(self, before: Summary, after: Summary) -> None:
-        """Add to each finished log what the summary ``after`` holds beyond ``before`` (a time to accuracy set late)."""
+        """Add to each finished log the numbers the summary ``after`` holds beyond ``before``, and its tags (a time to
+        accuracy set once all runs ended). A tracker without a finished log of the run (it failed, and said so) is left."""
         old, new = as_json(asdict(before)), as_json(asdict(after))
         logged = set(summary_scalars(old, last_round(old)))
         scalars = [s for s in summary_scalars(new, last_round(new)) if s not in logged]
-        tags = {k: v for k, v in summary_tags(new).items() if summary_tags(old).get(k) != v}
 
         def add(tracker: Tracker) -> None:
-            tracker.reopen(self.identity)
-            tracker.log(scalars, tags)
-            tracker.close()
+            if tracker.recorded(self.identity):
+                tracker.reopen(self.identity)
+                tracker.log(scalars, summary_tags(new))
+                tracker.close()
 
         self.each(add)
 

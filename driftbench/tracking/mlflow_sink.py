@@ -8,9 +8,12 @@ the scorecard is the artifact ``scorecard.json``. MLflow's usage telemetry is of
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -18,7 +21,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 from mlflow import MlflowClient  # noqa: E402  (after the telemetry switch, which mlflow reads on import)
 from mlflow.entities import Metric, Param, Run, RunTag  # noqa: E402
 
-from driftbench.tracking.destinations import Destination  # noqa: E402
+from driftbench.tracking.destinations import SQLITE, Destination  # noqa: E402
 from driftbench.tracking.values import KEY_TAG, Identity, Scalar, summary_tags  # noqa: E402
 
 T = TypeVar("T")
@@ -31,12 +34,13 @@ class MlflowTracker:
     sink = "mlflow"
 
     def __init__(self, destination: Destination, flush_seconds: float) -> None:
-        self.client = MlflowClient(tracking_uri=destination.where)
-        found = self.client.get_experiment_by_name(destination.experiment)
-        if found is None:
-            self.experiment: str = self.client.create_experiment(destination.experiment)
-        else:
-            self.experiment = found.experiment_id
+        with store_lock(destination.where):  # the first process to open a new store creates its tables and experiment
+            self.client = MlflowClient(tracking_uri=destination.where)
+            found = self.client.get_experiment_by_name(destination.experiment)
+            if found is None:
+                self.experiment: str = self.client.create_experiment(destination.experiment)
+            else:
+                self.experiment = found.experiment_id
         self.flush_seconds = flush_seconds
         self.run_id: str | None = None
         self.live = False  # whether this tracker started the run it logs to (and so ends it)
@@ -113,3 +117,21 @@ TRACKER = MlflowTracker  # the class driftbench.tracking.feed.open_tracker makes
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
     """``items`` in consecutive pieces of at most ``size``."""
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """An exclusive ``flock`` of an sqlite store's folder while the block runs (no lock for other stores).
+
+    Pool workers open one store at once; MLflow creates a new store's tables in each process that finds
+    them missing, and two at a time collide.
+    """
+    if not uri.startswith(SQLITE):
+        yield
+        return
+    folder = os.open(Path(uri.removeprefix(SQLITE)).parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # closing releases the lock

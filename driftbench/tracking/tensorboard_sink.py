@@ -64,16 +64,17 @@ class TensorBoardTracker:
         self.folder = self.root / identity.path
 
     def log(self, scalars: Sequence[Scalar], tags: Mapping[str, str]) -> None:
-        """Write the scalars (tags are written at the end, with the scorecard)."""
+        """Write the scalars, and the summary's tags as the text ``run/summary`` (TensorBoard shows its latest)."""
         writer = self.open()
         for s in scalars:
             writer.add_scalar(s.tag, s.value, s.step)
+        if tags:
+            writer.add_text("run/summary", fenced(dict(tags)))
 
     def finish(self, summary: Mapping[str, Any]) -> None:
-        """Write the scorecard and the summary's tags as text, and close the event file."""
-        writer = self.open()
-        writer.add_text("run/summary", fenced(summary_tags(summary)))
-        writer.add_text(FINISHED_TEXT, fenced(summary["scorecard"]))
+        """Write the summary's tags and the scorecard as text, and close the event file."""
+        self.log([], summary_tags(summary))
+        self.open().add_text(FINISHED_TEXT, fenced(summary["scorecard"]))
         self.close()
 
     def close(self) -> None:
