@@ -224,6 +224,7 @@ def test_reproduce_tags_each_run_with_its_papers_and_claims(tmp_path, store, mon
     from tests.test_reproduce import KIND, claim_file
     from tests.test_reproduce import TINY as CLAIM_TINY
 
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "reproduce")
     claim = 'where = "Table 1"\nclaim = "c"\ntrace = "static"\nmetric = "final_accuracy"\npaper_figure = "1 vs 2"\n' + KIND
     both = f'methods = ["oracle", "fedavg"]\ndirection = "oracle > fedavg"\nset = {{ {CLAIM_TINY} }}\n'
