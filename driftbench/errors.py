@@ -43,3 +43,8 @@ class RunLocked(DriftbenchError):
     """Another process holds the run folder's lock: it is running that run."""
 
     exit_code = 2
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"

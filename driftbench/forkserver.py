@@ -32,6 +32,11 @@ def pool_context() -> BaseContext:
     return context
 
 
+def preload(modules: list[str]) -> None:
+    """Have the fork server import ``modules`` too, so its workers do not (a server already running keeps its own)."""
+    PRELOAD.extend(m for m in modules if m not in PRELOAD)
+
+
 def start_early() -> None:
     """Start the fork server now, so that its imports overlap the caller's work before the pool opens."""
     if pool_context().get_start_method() == "forkserver":

@@ -22,8 +22,6 @@ elsewhere (or waits for it, ``wait_locked``) and goes on with the others.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import logging
 import os
 import sys
@@ -43,21 +41,23 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from driftbench.config import check_keys, read_toml, require
 from driftbench.discovery import plugins
 from driftbench.engine.device_data import resolve_device
-from driftbench.errors import ConfigError, DriftbenchError, RunError, RunLocked, TraceFileError, WriteError
+from driftbench.errors import ConfigError, DriftbenchError, RunError, RunLocked, TraceFileError, WriteError, one_line
 from driftbench.forkserver import enter_worker_state, pool_context, worker_state
 from driftbench.locks import run_lock
 from driftbench.methods.catalog import MethodSpec, load_method
-from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, experiment_config, read_json, run_dir, run_label
+from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, config_digest, read_json, run_dir, run_label
 from driftbench.record.metrics import fixed_target
 from driftbench.record.schema import Summary, Target, read_rounds, read_summary, write_summary
 from driftbench.record.summarize import REFERENCE, rows_time_to_accuracy, summary_target
 from driftbench.registry import ENV
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
 from driftbench.traces.catalog import ResolvedTrace, default_methods, is_trace_file, named_spec, resolve, run_sets
+from driftbench.tracking.destinations import NO_TRACKING, Destination, Tracking, destinations
+from driftbench.tracking.feed import preimport, record_feed
 
 log = logging.getLogger("driftbench")
 
-SUITE_KEYS = {"description", "traces", "methods", "seeds"}
+SUITE_KEYS = {"description", "traces", "methods", "seeds", "log"}
 BACKENDS = ("local", "ray")
 LOCKED = "running elsewhere"  # the state of a run whose folder another process holds
 NOT_RECORDED = "not recorded"  # the state of a run that policy "recorded" did not find and did not run
@@ -71,12 +71,13 @@ RESUME = (
 
 @dataclass(frozen=True)
 class Suite:
-    """A named sweep from a TOML file: traces with their ``--set`` overrides, methods and seeds."""
+    """A named sweep from a TOML file: traces with their ``--set`` overrides, methods, seeds, and trackers (``log``)."""
 
     description: str
     traces: dict[str, dict[str, str]]
     methods: tuple[str, ...]
     seeds: tuple[int, ...]
+    log: tuple[Destination, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class Execution:
     threads: int | None = None  # torch threads per run; None leaves torch's default
     quiet: bool = True
     wait_locked: bool = False  # a run that another process holds: wait for it (else it is reported as running elsewhere)
+    tracking: Tracking = NO_TRACKING  # the trackers each run logs to (--log)
 
     def __post_init__(self) -> None:
         require(self.resume in RESUME, f"resume policy {self.resume!r}: allowed: {', '.join(RESUME)}")
@@ -176,7 +178,7 @@ def load_suite(path: Path) -> Suite:
     """Parse a suite TOML: ``methods``, ``seeds`` and one ``[traces.NAME]`` table of overrides per trace."""
     raw = read_toml(path)
     check_keys(raw, SUITE_KEYS, str(path))
-    traces, methods, seeds = raw.get("traces"), raw.get("methods"), raw.get("seeds", [0])
+    traces, methods, seeds, sinks = raw.get("traces"), raw.get("methods"), raw.get("seeds", [0]), raw.get("log", [])
     require(
         isinstance(traces, dict) and bool(traces) and all(isinstance(t, dict) for t in traces.values()),
         f"{path}: traces: expected one [traces.NAME] table per trace (empty tables allowed)",
@@ -189,12 +191,21 @@ def load_suite(path: Path) -> Suite:
         isinstance(seeds, list) and bool(seeds) and all(type(s) is int and s >= 0 for s in seeds),
         f"{path}: seeds: expected a non-empty list of integers >= 0",
     )
-    assert isinstance(traces, dict) and isinstance(methods, list)  # require()d above
+    require(
+        isinstance(sinks, list) and all(isinstance(s, str) for s in sinks),
+        f'{path}: log: expected a list of trackers, e.g. ["tensorboard", "mlflow=sqlite:///mlflow.db"]',
+    )
+    assert isinstance(traces, dict) and isinstance(methods, list) and isinstance(sinks, list)  # require()d above
+    try:
+        log = destinations(sinks)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: log: {exc}") from None
     return Suite(
         description=str(raw.get("description", "")),
         traces={name: flat_sets(table) for name, table in traces.items()},
         methods=tuple(methods),
         seeds=tuple(seeds),
+        log=log,
     )
 
 
@@ -273,11 +284,6 @@ def check_trace(name: str, sets: dict[str, str]) -> None:
         named_spec(name, sets)
 
 
-def config_digest(config: dict[str, Any]) -> str:
-    """The resolved config hash: SHA-256 of a run's config.json content without its volatile fields."""
-    return hashlib.sha256(json.dumps(experiment_config(config), sort_keys=True).encode()).hexdigest()
-
-
 def stored_digest(folder: Path) -> str | None:
     """The config hash of the run record in ``folder``; None when it has no readable config.json."""
     try:
@@ -304,26 +310,29 @@ def finalize_tta(jobs: list[RunJob], outcomes: list[RunOutcome], strict: bool = 
 
     Runs finish without waiting for their reference run; once all are done, a run without an
     explicit ``--target`` gets the target ``reference_target`` gives (its trace and seed's FedAvg
-    run), judged on its rounds.csv. A summary that cannot be rewritten makes its run failed, or with
-    ``strict`` raises its ``WriteError``.
+    run), judged on its rounds.csv, and the run's trackers get the new numbers. A summary that cannot be
+    rewritten makes its run failed, or with ``strict`` raises its ``WriteError``.
     """
     done = []
     for job, outcome in zip(jobs, outcomes):
-        summary = outcome.summary
-        if summary is not None and job.execution.target is None and summary.method != REFERENCE:
-            target = reference_target(job.execution.out, summary)
-            folder = Path(summary.run_dir)
+        before = outcome.summary
+        if before is not None and job.execution.target is None and before.method != REFERENCE:
+            target = reference_target(job.execution.out, before)
+            folder = Path(before.run_dir)
             tta = None if target is None else rows_time_to_accuracy(read_rounds(folder / ROUNDS), target)
-            if tta != summary.time_to_accuracy:
-                summary = replace(summary, time_to_accuracy=tta)
+            if tta != before.time_to_accuracy:
+                summary = replace(before, time_to_accuracy=tta)
                 try:
                     write_summary(folder / SUMMARY, summary)
-                    outcome = replace(outcome, summary=summary)
                 except WriteError as exc:
                     if strict:
                         raise
                     outcome = failed(outcome.label, exc, outcome.seconds)
                     log.warning("%s failed: %s", outcome.label, outcome.error)
+                else:
+                    if job.execution.tracking.destinations:
+                        record_feed(job.execution.tracking, folder).amend(before, summary)
+                    outcome = replace(outcome, summary=summary)
         done.append(outcome)
     return done
 
@@ -391,6 +400,7 @@ def _run_job(job: RunJob) -> RunOutcome:
         ex.quiet,
         ex.checkpointing,
         resolved.data_seed,
+        ex.tracking,
     )
     folder = run_dir(ex.out, resolved.trace.name, method.name, job.seed)
 
@@ -431,11 +441,6 @@ def run_here(jobs: list[RunJob]) -> list[Summary]:
     """Execute the jobs one after another in this process, in order; return their summaries."""
     outcomes = finalize_tta(jobs, [run_job(job) for job in jobs], strict=True)
     return [outcome.summary for outcome in outcomes if outcome.summary is not None]
-
-
-def one_line(exc: BaseException) -> str:
-    """``Type: message`` on one line."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 class Backend(Protocol):
@@ -529,6 +534,7 @@ def open_backend(options: PoolOptions) -> Backend:
 def run_pool(jobs: list[RunJob], options: PoolOptions, desc: str = "sweep") -> list[RunOutcome]:
     """Run every job on the backend, all at once (``finalize_tta`` gives each its time-to-accuracy once all are done)."""
     resolved_trace.cache_clear()  # the runs build their traces in their own processes
+    preimport(d for job in jobs for d in job.execution.tracking.destinations)  # finalize_tta adds to their logs
     backend = open_backend(options)
     outcomes: dict[int, RunOutcome] = {}  # by position: jobs that differ only in overrides or folder share a label
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=options.quiet or not sys.stderr.isatty())

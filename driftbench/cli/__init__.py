@@ -11,13 +11,14 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from driftbench.cli import bench, check, check_method, leaderboard, listing, reproduce, run, sweep, trace, unlock
+from driftbench.cli import bench, check, check_method, export, leaderboard, listing, reproduce, run, sweep, trace, unlock
 from driftbench.cli.common import leaves, never
 from driftbench.errors import DriftbenchError
-from driftbench.forkserver import start_early
+from driftbench.forkserver import preload, start_early
 from driftbench.registry import ENV
+from driftbench.tracking.destinations import SINK_MODULES
 
-COMMANDS = (run, listing, trace, sweep, unlock, reproduce, leaderboard, check, bench, check_method)  # in --help's order
+COMMANDS = (run, listing, trace, sweep, unlock, reproduce, leaderboard, export, check, bench, check_method)  # in --help's order
 
 EPILOG = """examples:
   driftbench run --trace openimage-buckets                the main job: default comparison, seed 0
@@ -37,6 +38,8 @@ EPILOG = """examples:
   driftbench sweep --traces label-shift,rotation --seeds 0,1,2   each trace's own comparison
   driftbench reproduce fielding fedcm --seeds 0,1,2           check the papers' claims (claims/*.toml)
   driftbench leaderboard runs/ --out leaderboard/
+  driftbench run --trace openimage-buckets --log tensorboard --log mlflow   each evaluation live in both trackers
+  driftbench export mlflow runs/                          runs already on disk into MLflow (again: nothing new)
   driftbench check runs/ci --reference evaluation/reference/ci.json
   driftbench run --trace openimage-buckets --scale paper --data-root /data/openimage
   driftbench run --trace openimage-buckets --device cuda --set precision=tf32   TF32 arithmetic (default fp32)
@@ -54,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for the command that resumes an interrupted run
     logging.basicConfig(level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO, format="%(message)s")
     try:
+        preload([SINK_MODULES[d.sink] for d in getattr(args, "log", [])])  # a run's trackers, imported once too
         if args.early(args):
             start_early()  # the run pool's fork server imports driftbench while this process does
         from driftbench.discovery import add_plugins  # imports the catalogs, so after the parse and the fork server

@@ -6,8 +6,16 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+from driftbench.errors import ConfigError
+from driftbench.tracking.destinations import Destination, Tracking, destination
+
 if TYPE_CHECKING:
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+SINK_HELP = (
+    "tensorboard (event files in ./tensorboard, or the folder WHERE) or mlflow (the store $MLFLOW_TRACKING_URI, "
+    "else sqlite:///mlflow.db here, or the tracking URI WHERE); needs the extra 'tracking'"
+)
 
 
 def never(args: argparse.Namespace) -> bool:
@@ -88,3 +96,32 @@ def text_table(rows: list[dict[str, str]]) -> str:
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
     lines += ["  ".join(str(r[h]).ljust(w) for h, w in zip(headers, widths)) for r in rows]
     return "\n".join(lines)
+
+
+def log_destination(value: str) -> Destination:
+    """``--log SINK[=WHERE]`` as a destination (an unknown sink is a usage error)."""
+    try:
+        return destination(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--log {value!r}: ")) from None
+
+
+def add_log(p: argparse.ArgumentParser) -> None:
+    """Add the repeatable ``--log SINK[=WHERE]``: the trackers every run logs to, live."""
+    p.add_argument(
+        "--log",
+        action="append",
+        default=[],
+        type=log_destination,
+        metavar="SINK[=WHERE]",
+        help=f"log every run live, each evaluation as it happens, to {SINK_HELP} (repeatable; see docs/trackers.md)",
+    )
+
+
+def tracking_of(log: list[Destination] | tuple[Destination, ...], out: Path) -> Tracking:
+    """The trackers of ``--log`` for runs under ``out``, each opened once here (``driftbench.tracking.feed.check``)."""
+    from driftbench.tracking.feed import check
+
+    tracking = Tracking(tuple(dict.fromkeys(log)), str(out.resolve()))
+    check(tracking)
+    return tracking

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from driftbench.cli.common import add_scale, seed_list, text_table
+from driftbench.cli.common import add_log, add_scale, seed_list, text_table, tracking_of
 
 if TYPE_CHECKING:
     from driftbench.cli.common import Subparsers
@@ -60,6 +61,7 @@ def add_parser(sub: Subparsers) -> None:
         "runs); a claim missing a run reads untestable, 'not recorded yet'",
     )
     repro.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
+    add_log(repro)
     repro.set_defaults(func=cmd_reproduce)
 
 
@@ -74,6 +76,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     claims = load_claims(args.claims, args.papers)
     pool = PoolOptions(args.backend, args.jobs, quiet=args.quiet)
     execution = Execution(args.device, args.out, resume="recorded" if args.recorded else "matching", threads=pool.threads)
+    if args.log:  # each run tagged with the papers and claims that use it
+        execution = replace(execution, tracking=tracking_of(args.log, args.out))
     if args.calibrate:
         return cmd_calibrate(args, claims, pool, execution)
     seeds, second = tuple(args.seeds or (0, 1, 2)), tuple(args.second_stage or ())

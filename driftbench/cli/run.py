@@ -9,7 +9,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from driftbench.cli.common import add_data_root, add_scale, add_sets, data_root_sets, split_method_sets, text_table
+from driftbench.cli.common import (
+    add_data_root,
+    add_log,
+    add_scale,
+    add_sets,
+    data_root_sets,
+    split_method_sets,
+    text_table,
+    tracking_of,
+)
 from driftbench.config import parse_sets, require
 
 if TYPE_CHECKING:
@@ -60,6 +69,7 @@ def add_parser(sub: Subparsers) -> None:
         "--checkpoint-every", type=int, default=10, metavar="N", help="checkpoint every N rounds (default 10; 0 = only on Ctrl-C)"
     )
     run.add_argument("--keep-checkpoint", action="store_true", help="keep checkpoint/ in the run folder after the run ends")
+    add_log(run)
     run.set_defaults(func=cmd_run, early=comparison)
 
 
@@ -89,6 +99,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     jobs = plan_jobs(request, execution)
     validate_jobs(jobs)
+    if args.log:
+        tracking = tracking_of(args.log, args.out)
+        jobs = [replace(j, execution=replace(j.execution, tracking=tracking)) for j in jobs]
     workers = min(args.jobs or os.cpu_count() or 1, len(jobs))
     unfinished = 0  # the exit status of a run that did not finish (a locked run, a failed write: 2)
     if workers == 1:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from driftbench.cli.common import add_sets, comma_list, seed_list, split_method_sets, text_table
+from driftbench.cli.common import add_log, add_sets, comma_list, seed_list, split_method_sets, text_table, tracking_of
 from driftbench.config import parse_sets
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def add_parser(sub: Subparsers) -> None:
         help="wait for runs that another process is running (default: report them as running elsewhere and go on)",
     )
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
+    add_log(sweep)
     sweep.set_defaults(func=cmd_sweep)
 
 
@@ -76,6 +78,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     jobs = plan_jobs(request, execution)
     if not args.address:  # the nodes of a joined Ray cluster may hold data that this machine lacks
         validate_jobs(jobs)
+    log = args.log or (suite.log if suite else ())  # --log replaces the suite's, as --traces and --methods do
+    if log:
+        tracking = tracking_of(log, args.out)
+        jobs = [replace(j, execution=replace(j.execution, tracking=tracking)) for j in jobs]
     outcomes = run_pool(jobs, pool)
     print(text_table(outcome_table(outcomes)))
     print(outcome_line(outcomes))

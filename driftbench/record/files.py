@@ -9,6 +9,7 @@ last, so a reader never sees a half-written file or a complete run without its r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -80,6 +81,11 @@ def config_difference(stored: dict[str, Any], current: dict[str, Any]) -> tuple[
 def experiment_config(config: dict[str, Any]) -> dict[str, Any]:
     """A config.json content without its volatile fields (device, versions, git revision): what the results depend on."""
     return {k: v for k, v in as_json(config).items() if k not in VOLATILE_CONFIG}
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    """The resolved config hash: SHA-256 of a run's config.json content without its volatile fields."""
+    return hashlib.sha256(json.dumps(experiment_config(config), sort_keys=True).encode()).hexdigest()
 
 
 def _first_difference(a: Any, b: Any, prefix: str) -> tuple[str, Any, Any] | None:

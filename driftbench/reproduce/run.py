@@ -207,13 +207,42 @@ def method_run(job: RunJob) -> MethodRun:
     return MethodRun(job.method, tuple(sorted(job.method_sets.items())))
 
 
-def execute_plan(runs: Plan, pool: PoolOptions) -> dict[RunKey, RunOutcome]:
-    """Run every planned job through the sweep, one wave of settings at a time; each run's outcome."""
+def execute_plan(runs: Plan, pool: PoolOptions, tags: Mapping[RunKey, Tags] | None = None) -> dict[RunKey, RunOutcome]:
+    """Run every planned job through the sweep, one wave of settings at a time; each run's outcome.
+
+    A run logged to trackers (``--log``) carries its ``tags`` (``run_tags``: the papers and claims that use it).
+    """
     outcomes: dict[RunKey, RunOutcome] = {}
     for wave in runs.waves():
         keyed = [((setting, method_run(job), job.seed), job) for setting in wave for job in runs.jobs[setting]]
-        outcomes.update(zip([key for key, _ in keyed], run_pool([job for _, job in keyed], pool)))
+        jobs = [tagged(job, (tags or {}).get(key, ())) for key, job in keyed]
+        outcomes.update(zip([key for key, _ in keyed], run_pool(jobs, pool)))
     return outcomes
+
+
+Tags = tuple[tuple[str, str], ...]
+
+
+def run_tags(claims: Sequence[Claim], runs: Plan, seeds: tuple[int, ...], scale: str) -> dict[RunKey, Tags]:
+    """Per run, its trackers' tags ``paper`` and ``claims``: the papers (titles) and claim keys that use it, comma-separated."""
+    users: dict[RunKey, list[Claim]] = {}
+    for claim in claims:
+        if claim.key not in runs.untestable:
+            for setting, method in claim_needs(claim, scale):
+                for seed in seeds:
+                    users.setdefault((setting, method, seed), []).append(claim)
+    return {
+        key: (("paper", ",".join(dict.fromkeys(c.title for c in used))), ("claims", ",".join(dict.fromkeys(c.key for c in used))))
+        for key, used in users.items()
+    }
+
+
+def tagged(job: RunJob, tags: Tags) -> RunJob:
+    """The job with ``tags`` for its trackers (unchanged when it logs to none)."""
+    tracking = job.execution.tracking
+    if not tracking.destinations:
+        return job
+    return replace(job, execution=replace(job.execution, tracking=replace(tracking, tags=tags)))
 
 
 @dataclass(frozen=True)
@@ -517,7 +546,7 @@ def reproduce(
     claims = with_literal(claims)
     runs = plan(claims, seeds, scale, execution)
     log.info("reproduce: %d claims, %d runs in %d settings", len(claims), runs.runs, len(runs.jobs))
-    outcomes = execute_plan(runs, pool)
+    outcomes = execute_plan(runs, pool, run_tags(claims, runs, seeds, scale))
     first = judge(claims, seeds, scale, runs.untestable, outcomes, alpha)
     results = finalize(first, alpha)
     if second:
@@ -540,7 +569,7 @@ def second_stage(
     open_claims = [r.claim for r in results if r.verdict == INCONCLUSIVE and r.p is not None and not r.claim.literal]
     runs = plan(open_claims, second, scale, execution)
     log.info("reproduce, second stage: %d claims inconclusive, %d runs at seeds %s", len(open_claims), runs.runs, second)
-    outcomes.update(execute_plan(runs, pool))
+    outcomes.update(execute_plan(runs, pool, run_tags(open_claims, runs, second, scale)))
     again = judge(open_claims, seeds + second, scale, runs.untestable, outcomes, level(2))
     return second_look(results, first, again, second)
 

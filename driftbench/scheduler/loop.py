@@ -76,6 +76,8 @@ def run(spec: RunSpec) -> Summary:
         return replay(scheduler)
     except WriteError as exc:
         raise WriteError(f"{exc}; {scheduler.continuation()}") from None
+    finally:
+        scheduler.recorder.close()
 
 
 def replay(scheduler: Scheduler) -> Summary:
@@ -127,7 +129,7 @@ class Scheduler:
             self.ctx.model_bytes,
         )
         out = run_dir(spec.out, spec.trace.name, spec.method.name, spec.seed)
-        self.recorder = Recorder(out, run_config(spec, self.device, spec.trace.content_hash()))
+        self.recorder = Recorder(out, run_config(spec, self.device, spec.trace.content_hash()), spec.tracking)
         self.rows: list[RoundRow] = []
         self.partition = self.method.partition.copy()
         self.change_rounds: list[int] = []  # rounds > 0 at whose end the partition of clients changed
@@ -159,6 +161,7 @@ class Scheduler:
             log.info("resuming %s at round %d", self.out, self.next_round)
         else:
             log.info("%s has no checkpoint; --resume starts it from round 0", self.out)
+        self.recorder.resumed(self.next_round, self.rows, self.method.events)
         return None
 
     def state(self) -> dict[str, Any]:
@@ -249,6 +252,7 @@ class Scheduler:
         self.scoring.segment_end(rnd, clients, self.method.assignment)
         if (rnd + 1) % self.train.eval_every == 0 or rnd == self.trace.rounds - 1:
             self.rows.append(self.evaluate(rnd, segments))
+        self.recorder.track(rnd, self.rows, self.method.events)
         return True
 
     def local_training(self, rnd: int, plan: Plan, clients: RoundClients, queries: ClientQueries) -> TrainResult | None:

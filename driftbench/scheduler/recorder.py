@@ -1,4 +1,8 @@
-"""A run's folder: config.json when it starts, the configuration check on resume, rounds.csv and summary.json at the end."""
+"""A run's folder: config.json when it starts, the configuration check on resume, rounds.csv and summary.json at the end.
+
+The recorder also feeds the run's trackers (``driftbench.tracking``): each evaluation and method event as
+the rounds go, the summary once the record is written, so a tracker holds the record's own numbers.
+"""
 
 from __future__ import annotations
 
@@ -31,16 +35,19 @@ from driftbench.record.schema import (
     write_summary,
 )
 from driftbench.scheduler import checkpoint
+from driftbench.tracking.destinations import NO_TRACKING, Tracking
+from driftbench.tracking.feed import Feed
 
 log = logging.getLogger("driftbench")
 
 
 class Recorder:
-    """The record of the run in ``out`` whose configuration is ``config``."""
+    """The record of the run in ``out`` whose configuration is ``config``, and its feed to the trackers of ``tracking``."""
 
-    def __init__(self, out: Path, config: dict[str, Any]) -> None:
+    def __init__(self, out: Path, config: dict[str, Any], tracking: Tracking = NO_TRACKING) -> None:
         self.out, self.config = out, config
         self.checkpoint_dir = out / CHECKPOINT
+        self.feed = Feed.open(tracking, out, config)
 
     def state(self, resume: bool) -> str:
         """``absent`` (start afresh), ``incomplete`` (continue) or the stored status (complete); absent without ``resume``."""
@@ -56,6 +63,16 @@ class Recorder:
         checkpoint.remove(self.checkpoint_dir)
         clear_results(self.out)
         write_json(self.out / CONFIG, self.config)
+        self.feed.start()
+
+    def resumed(self, next_round: int, rows: list[RoundRow], events: EventLog) -> None:
+        """Continue the record at ``next_round``: the trackers' logs start afresh with the rows and events restored."""
+        self.feed.start()
+        self.feed.advance(next_round - 1, rows, events.rows)
+
+    def track(self, rnd: int, rows: list[RoundRow], events: EventLog) -> None:
+        """Round ``rnd`` is done: hand the trackers its evaluation (if any) and events."""
+        self.feed.advance(rnd, rows, events.rows)
 
     def check_config(self, stored: dict[str, Any]) -> None:
         """Refuse to resume a run whose stored configuration differs from this one."""
@@ -70,12 +87,14 @@ class Recorder:
     def stored_summary(self) -> Summary:
         """The summary of a complete run."""
         log.info("%s is complete; --resume keeps it", self.out)
-        return read_summary(self.out / SUMMARY)
+        summary = read_summary(self.out / SUMMARY)
+        self.feed.push(self.out)
+        return summary
 
     def finish(self, rows: list[RoundRow], events: EventLog, summary: Summary, keep_checkpoint: bool) -> None:
         """Write rounds.csv, events.csv, diagnostics.csv, then summary.json (last: it marks the run complete).
 
-        The checkpoint is dropped unless kept.
+        The checkpoint is dropped unless kept. The trackers get the rest of the run and its summary last.
         """
         write_rounds(self.out / ROUNDS, rows)
         write_events(self.out / EVENTS, summary.method, events.rows)
@@ -83,3 +102,8 @@ class Recorder:
         write_summary(self.out / SUMMARY, summary)
         if not keep_checkpoint:
             checkpoint.remove(self.checkpoint_dir)
+        self.feed.finish(summary, rows, events.rows)
+
+    def close(self) -> None:
+        """Let go of the trackers' logs (unfinished if the run stopped before ``finish``)."""
+        self.feed.close()

@@ -20,6 +20,7 @@ from driftbench.data.pool import Pool
 from driftbench.methods.catalog import MethodSpec
 from driftbench.record.schema import Target
 from driftbench.traces.model import Trace
+from driftbench.tracking.destinations import NO_TRACKING, Tracking
 from driftbench.train_config import TrainConfig
 
 
@@ -56,6 +57,7 @@ class RunSpec:
     quiet: bool = False
     checkpointing: Checkpointing = field(default_factory=Checkpointing)
     data_seed: int | None = None  # the seed the trace was generated with; None: a fixed trace (a file, or given built)
+    tracking: Tracking = NO_TRACKING  # the trackers the run logs to (never part of its configuration)
 
     def __post_init__(self) -> None:
         clients, participants = self.trace.num_clients, self.train.participants
