@@ -250,7 +250,7 @@ class FedCM(Method):
 
     def _serve_clusters(self) -> None:
         """personal = "local": every client's bank model takes its cluster's shared layers (its classifier stays)."""
-        index = torch.as_tensor(self.cluster, device=next(iter(self.shared.values())).device)
+        index = torch.as_tensor(self.cluster, device=next(iter(self.models.values())).device)
         for n, layers in self.shared.items():
             self.models[n] = layers[index]
 

@@ -125,16 +125,17 @@ def test_hierarchical_cut_lower_than_the_groups_spread_splits_them():
     assert len(np.unique(labels)) > 3
 
 
-def test_table2_variants_cluster_after_the_warmup():
+@pytest.mark.parametrize("reading, models", [("", 5), ("literal-", 2)])  # a model per client, or per cluster
+def test_table2_variants_cluster_after_the_warmup(reading, models):
     for name, expected in [
-        ("fedcm-kmeans", {"clustering": "kmeans"}),
-        ("fedcm-hierarchical", {"clustering": "hierarchical", "threshold": 0.9}),
+        (f"fedcm-{reading}kmeans", {"clustering": "kmeans"}),
+        (f"fedcm-{reading}hierarchical", {"clustering": "hierarchical", "threshold": 0.9}),
     ]:
-        method = load_method(name, {"warmup_steps": "3", **({"n_clusters": "2"} if name == "fedcm-kmeans" else {})}).create()
+        method = load_method(name, {"warmup_steps": "3", **({"n_clusters": "2"} if "kmeans" in name else {})}).create()
         assert {k: getattr(method.params, k) for k in expected} == expected
         method.setup(ctx())
         warm_up(method)
-        assert adjusted_rand_score([0, 1, 0, 1, 1], method.assignment) == 1.0 and method.num_models == 2
+        assert adjusted_rand_score([0, 1, 0, 1, 1], method.partition) == 1.0 and method.num_models == models
 
 
 def migrate(updates, cluster, num_clusters, tau):
@@ -193,7 +194,7 @@ def warm_up(method):
 
 
 def test_warmup_slices_cover_every_client_once_then_paths_cluster_them():
-    method = load_method("fedcm", {"warmup_steps": "3"}).create()
+    method = load_method("fedcm-literal", {"warmup_steps": "3"}).create()
     method.setup(ctx())
     assert sorted(warm_up(method)) == [0, 1, 2, 3, 4]
     assert method.assignment.tolist() == [0, 1, 0, 1, 1] and method.num_models == 2 and method.paths is None
@@ -203,7 +204,7 @@ def test_warmup_slices_cover_every_client_once_then_paths_cluster_them():
 
 
 def test_a_participant_pointing_away_from_its_cluster_migrates_and_is_logged():
-    method = load_method("fedcm", {"warmup_steps": "3"}).create()
+    method = load_method("fedcm-literal", {"warmup_steps": "3"}).create()
     method.setup(ctx())
     warm_up(method)
     update = torch.zeros(5, 8, dtype=torch.float64)  # [head.weight (6), head.bias (2)] per client; the bank is still zero
@@ -234,7 +235,7 @@ def outlier_round(method, rnd, away):
 
 
 def test_with_confirm_2_an_outlier_moves_only_at_its_second_deviation_in_a_row():
-    method = load_method("fedcm", {"warmup_steps": "3", "confirm": "2"}).create()
+    method = load_method("fedcm-literal", {"warmup_steps": "3", "confirm": "2"}).create()
     method.setup(ctx())
     warm_up(method)
     assert outlier_round(method, 3, away=True) == [0, 1, 0, 1, 1]  # first deviation: stays

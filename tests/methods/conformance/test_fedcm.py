@@ -147,7 +147,7 @@ def test_fedcm_aggregate_applies_eq9_to_the_personal_layer_only_and_records_the_
         "head.bias": torch.zeros(1, dtype=torch.float64),
     }
     ctx = RunContext(5, 2, init, TrainConfig(participants=5), seed=0, classifier="head")
-    method = load_method("fedcm", {"tau": "0.5"}).create()
+    method = load_method("fedcm-literal", {"tau": "0.5"}).create()
     method.setup(ctx)
     method.warmup_rounds = 0  # clusters given directly: start after the warm-up
     method.cluster, method.assignment = CLUSTER.copy(), CLUSTER.copy()
