@@ -401,11 +401,11 @@ def _run_job(job: RunJob) -> RunOutcome:
         log.info("not recorded: %s", job.label)
         error = f"{folder}: no finished run of this configuration"
         return RunOutcome(job.label, NOT_RECORDED, None, time.perf_counter() - started, error=error)
-    with run_lock(folder, ex.wait_locked):
+    with run_lock(folder, ex.wait_locked) as lease:
         resume = ex.resume in ("always", "recorded") or (ex.resume == "matching" and matching())  # recorded: matched above
         kept = resume and (folder / SUMMARY).is_file()
         log.info("%s %s", "keeping" if kept else "running", job.label)
-        summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)))
+        summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)), lambda: lease.lost)
     return RunOutcome(job.label, "skipped" if kept else "ran", summary.status, time.perf_counter() - started, summary=summary)
 
 
