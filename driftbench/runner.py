@@ -16,7 +16,11 @@ runs. After a code change that changes results, sweep into a fresh ``--out`` fol
 
 A job holds its run folder's lock (``driftbench.locks``) from the skip check to the end of the
 run, so two sweeps into one folder never run the same run: the second reports it as running
-elsewhere (or waits for it, ``wait_locked``) and goes on with the others.
+elsewhere (or waits for it, ``wait_locked``) and goes on with the others. A Ray task whose worker
+died (killed, out of memory, its node lost) runs again, up to ``RETRIES`` times, waiting for the
+run's lock: the dead worker's lock is stale at once on its own host and once its lease runs out on
+any other, and the run resumes from its checkpoint. Should the worker still run after all (cut
+off, not dead), the retry waits for it to finish and keeps its record: one training per run.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ log = logging.getLogger("driftbench")
 
 SUITE_KEYS = {"description", "traces", "methods", "seeds"}
 BACKENDS = ("local", "ray")
+RETRIES = 3  # times a run whose Ray worker died runs again (Ray's own default for its tasks)
 LOCKED = "running elsewhere"  # the state of a run whose folder another process holds
 NOT_RECORDED = "not recorded"  # the state of a run that policy "recorded" did not find and did not run
 RESUME = (
@@ -439,7 +444,12 @@ def one_line(exc: BaseException) -> str:
 
 
 class Backend(Protocol):
-    """Where runs execute: submit a job, wait for some to finish, collect an outcome, close."""
+    """Where runs execute: submit a job, wait for some to finish, collect an outcome, close.
+
+    ``retries``: how many times a job whose worker died runs again (0 where a dead worker breaks the pool).
+    """
+
+    retries: int
 
     def submit(self, job: RunJob) -> Any:
         """Start ``job``; returns a handle."""
@@ -456,6 +466,8 @@ class Backend(Protocol):
 
 class LocalBackend:
     """One run per process in a pool of fork-server workers (``driftbench.forkserver``), in this directory, with its plug-ins."""
+
+    retries = 0  # a worker that dies breaks the pool: its runs and the pending ones fail, and the next sweep resumes them
 
     def __init__(self, options: PoolOptions) -> None:
         self.pool = ProcessPoolExecutor(
@@ -480,7 +492,12 @@ class LocalBackend:
 
 
 class RayBackend:
-    """One Ray task per run, on the cluster at ``address`` or on a local cluster started here."""
+    """One Ray task per run, on the cluster at ``address`` or on a local cluster started here.
+
+    Ray does not retry a task itself: ``run_pool`` does, with the run's lock deciding (module docstring).
+    """
+
+    retries = RETRIES
 
     def __init__(self, options: PoolOptions) -> None:
         try:
@@ -500,7 +517,7 @@ class RayBackend:
                 logging_level=logging.WARNING,
                 runtime_env=plugins,
             )
-        self.task = ray.remote(num_cpus=options.cpus_per_run, num_gpus=options.gpus_per_run)(execute)
+        self.task = ray.remote(num_cpus=options.cpus_per_run, num_gpus=options.gpus_per_run, max_retries=0)(execute)
 
     def submit(self, job: RunJob) -> Any:
         """Submit ``job`` as a Ray task."""
@@ -534,22 +551,34 @@ def run_pool(jobs: list[RunJob], options: PoolOptions, desc: str = "sweep") -> l
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=options.quiet or not sys.stderr.isatty())
     try:
         with bar, logging_redirect_tqdm():
-            running = {backend.submit(job): i for i, job in enumerate(jobs)}
+            running = {backend.submit(job): (i, 0) for i, job in enumerate(jobs)}  # handle -> job, times it ran again
             while running:
                 for handle in backend.wait(list(running)):
-                    i = running.pop(handle)
-                    outcomes[i] = collect(backend, handle, jobs[i])
-                    bar.update()
+                    i, again = running.pop(handle)
+                    outcome = collect(backend, handle, jobs[i], again < backend.retries)
+                    if outcome is None:
+                        running[backend.submit(waiting(jobs[i]))] = (i, again + 1)
+                    else:
+                        outcomes[i] = outcome
+                        bar.update()
     finally:
         backend.close()
     return finalize_tta(jobs, [outcomes[i] for i in range(len(jobs))])
 
 
-def collect(backend: Backend, handle: Any, job: RunJob) -> RunOutcome:
-    """The job's outcome, logged; a worker that died becomes a failed outcome."""
+def waiting(job: RunJob) -> RunJob:
+    """``job`` waiting for its run's lock instead of reporting it as running elsewhere: a retry after its worker died."""
+    return replace(job, execution=replace(job.execution, wait_locked=True))
+
+
+def collect(backend: Backend, handle: Any, job: RunJob, retry: bool) -> RunOutcome | None:
+    """The job's outcome, logged; a worker that died: None when the job may run again (``retry``), else a failed outcome."""
     try:
         outcome = backend.result(handle)
     except Exception as exc:  # the worker process or Ray task itself died
+        if retry:
+            log.warning("%s: its worker died (%s); running it again once its lock is free", job.label, one_line(exc))
+            return None
         outcome = RunOutcome(job.label, "failed", None, 0.0, error=one_line(exc), exit_code=1)
     if outcome.state == LOCKED:
         log.warning("%s", outcome.error)
