@@ -48,7 +48,7 @@ from driftbench.config import check_keys, read_toml, require
 from driftbench.discovery import plugins
 from driftbench.engine.device_data import resolve_device
 from driftbench.errors import ConfigError, DriftbenchError, RunError, RunLocked, TraceFileError, WriteError
-from driftbench.forkserver import enter_worker_state, pool_context, worker_state
+from driftbench.forkserver import enter_worker_state, interruptible, pool_context, start_early, worker_state
 from driftbench.locks import run_lock
 from driftbench.methods.catalog import MethodSpec, load_method
 from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, experiment_config, read_json, run_dir, run_label
@@ -57,6 +57,7 @@ from driftbench.record.schema import Summary, Target, read_rounds, read_summary,
 from driftbench.record.summarize import REFERENCE, rows_time_to_accuracy, summary_target
 from driftbench.registry import ENV
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
+from driftbench.scheduler.loop import SigintFlag
 from driftbench.traces.catalog import ResolvedTrace, default_methods, is_trace_file, named_spec, resolve, run_sets
 
 log = logging.getLogger("driftbench")
@@ -64,6 +65,7 @@ log = logging.getLogger("driftbench")
 SUITE_KEYS = {"description", "traces", "methods", "seeds"}
 BACKENDS = ("local", "ray")
 RETRIES = 3  # times a run whose Ray worker died runs again (Ray's own default for its tasks)
+WAIT_SECONDS = 0.25  # how often a sweep looks for Ctrl-C while it waits for its runs
 LOCKED = "running elsewhere"  # the state of a run whose folder another process holds
 NOT_RECORDED = "not recorded"  # the state of a run that policy "recorded" did not find and did not run
 RESUME = (
@@ -454,8 +456,8 @@ class Backend(Protocol):
     def submit(self, job: RunJob) -> Any:
         """Start ``job``; returns a handle."""
 
-    def wait(self, handles: list[Any]) -> list[Any]:
-        """Block until at least one of ``handles`` is done; returns the done ones."""
+    def wait(self, handles: list[Any], timeout: float) -> list[Any]:
+        """Block until at least one of ``handles`` is done or ``timeout`` seconds passed; returns the done ones."""
 
     def result(self, handle: Any) -> RunOutcome:
         """The outcome of a done handle."""
@@ -470,17 +472,18 @@ class LocalBackend:
     retries = 0  # a worker that dies breaks the pool: its runs and the pending ones fail, and the next sweep resumes them
 
     def __init__(self, options: PoolOptions) -> None:
+        start_early()  # unless started already: its workers ignore Ctrl-C between jobs
         self.pool = ProcessPoolExecutor(
             options.workers, mp_context=pool_context(), initializer=enter_worker_state, initargs=worker_state()
         )
 
     def submit(self, job: RunJob) -> Future[RunOutcome]:
         """Queue ``job`` on the pool."""
-        return self.pool.submit(execute, job)
+        return self.pool.submit(interruptible, execute, job)
 
-    def wait(self, handles: list[Future[RunOutcome]]) -> list[Future[RunOutcome]]:
-        """Block until at least one job is done; return the finished ones."""
-        return list(wait(handles, return_when=FIRST_COMPLETED).done)
+    def wait(self, handles: list[Future[RunOutcome]], timeout: float) -> list[Future[RunOutcome]]:
+        """Block until at least one job is done or ``timeout`` seconds passed; return the finished ones."""
+        return list(wait(handles, timeout, return_when=FIRST_COMPLETED).done)
 
     def result(self, handle: Future[RunOutcome]) -> RunOutcome:
         """The outcome of a finished job (raises if its worker process died)."""
@@ -523,9 +526,10 @@ class RayBackend:
         """Submit ``job`` as a Ray task."""
         return self.task.remote(job)
 
-    def wait(self, handles: list[Any]) -> list[Any]:
-        """Block until at least one task is done; return the finished ones."""
-        return self.ray.wait(handles, num_returns=1)[0]
+    def wait(self, handles: list[Any], timeout: float) -> list[Any]:
+        """Block until at least one task is done or ``timeout`` seconds passed; return the finished ones."""
+        done: list[Any] = self.ray.wait(handles, num_returns=1, timeout=timeout)[0]
+        return done
 
     def result(self, handle: Any) -> RunOutcome:
         """The outcome of a finished task (raises if its worker died)."""
@@ -544,16 +548,23 @@ def open_backend(options: PoolOptions) -> Backend:
 
 
 def run_pool(jobs: list[RunJob], options: PoolOptions, desc: str = "sweep") -> list[RunOutcome]:
-    """Run every job on the backend, all at once (``finalize_tta`` gives each its time-to-accuracy once all are done)."""
+    """Run every job on the backend, all at once (``finalize_tta`` gives each its time-to-accuracy once all are done).
+
+    Ctrl-C raises ``KeyboardInterrupt`` here, between two waits, not inside the pool's own code, whose
+    processes it would leave half started; the workers, which got it too, checkpoint their runs first.
+    """
     resolved_trace.cache_clear()  # the runs build their traces in their own processes
     backend = open_backend(options)
     outcomes: dict[int, RunOutcome] = {}  # by position: jobs that differ only in overrides or folder share a label
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=options.quiet or not sys.stderr.isatty())
     try:
-        with bar, logging_redirect_tqdm():
+        with bar, logging_redirect_tqdm(), SigintFlag() as sigint:
             running = {backend.submit(job): (i, 0) for i, job in enumerate(jobs)}  # handle -> job, times it ran again
             while running:
-                for handle in backend.wait(list(running)):
+                done = backend.wait(list(running), WAIT_SECONDS)
+                if sigint.raised:
+                    raise KeyboardInterrupt
+                for handle in done:
                     i, again = running.pop(handle)
                     outcome = collect(backend, handle, jobs[i], again < backend.retries)
                     if outcome is None:

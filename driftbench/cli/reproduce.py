@@ -52,7 +52,7 @@ def add_parser(sub: Subparsers) -> None:
         "runs); a claim missing a run reads untestable, 'not recorded yet'",
     )
     repro.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
-    repro.set_defaults(func=cmd_reproduce)
+    repro.set_defaults(func=cmd_reproduce, rerun=True)  # Ctrl-C: rerunning resumes (main)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

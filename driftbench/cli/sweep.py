@@ -51,7 +51,7 @@ def add_parser(sub: Subparsers) -> None:
         help="wait for runs that another process is running (default: report them as running elsewhere and go on)",
     )
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
-    sweep.set_defaults(func=cmd_sweep)
+    sweep.set_defaults(func=cmd_sweep, rerun=True)  # Ctrl-C: rerunning resumes (main)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
