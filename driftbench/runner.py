@@ -44,7 +44,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from driftbench.config import check_keys, read_toml, require
+from driftbench.config import check_keys, flat_sets, read_toml, require
 from driftbench.discovery import plugins
 from driftbench.engine.device_data import resolve_device
 from driftbench.errors import ConfigError, DriftbenchError, RunError, RunLocked, TraceFileError, WriteError
@@ -225,19 +225,6 @@ def suite_request(
         seeds=tuple(dict.fromkeys(seeds or (suite.seeds if suite else [0]))),
         method_sets=method_sets,
     )
-
-
-def flat_sets(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """A TOML table of overrides as ``--set`` strings: ``train.lr = 0.1`` becomes ``{"train.lr": "0.1"}``."""
-    out: dict[str, str] = {}
-    for key, value in table.items():
-        if isinstance(value, dict):
-            out.update(flat_sets(value, f"{prefix}{key}."))
-        elif isinstance(value, list):
-            out[prefix + key] = ",".join(str(v) for v in value)
-        else:
-            out[prefix + key] = str(value).lower() if isinstance(value, bool) else str(value)
-    return out
 
 
 def plan_jobs(request: Request, execution: Execution) -> list[RunJob]:

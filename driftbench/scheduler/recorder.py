@@ -23,6 +23,7 @@ from driftbench.record.files import (
 from driftbench.record.schema import (
     RoundRow,
     Summary,
+    read_rounds,
     read_summary,
     run_state,
     write_diagnostics,
@@ -68,9 +69,11 @@ class Recorder:
             )
 
     def stored_summary(self) -> Summary:
-        """The summary of a complete run."""
+        """The summary of a complete run, its rounds.csv read too: a damaged record raises ``RecordError`` naming the file."""
         log.info("%s is complete; --resume keeps it", self.out)
-        return read_summary(self.out / SUMMARY)
+        summary = read_summary(self.out / SUMMARY)
+        read_rounds(self.out / ROUNDS)
+        return summary
 
     def finish(self, rows: list[RoundRow], events: EventLog, summary: Summary, keep_checkpoint: bool) -> None:
         """Write rounds.csv, events.csv, diagnostics.csv, then summary.json (last: it marks the run complete).
