@@ -173,7 +173,7 @@ def claim(folder: Path, lease: float | None = None) -> Holder:
                 why = holder.stale
                 if why is None:
                     raise locked_error(folder, holder) from None
-                if remove_if(folder, holder.__eq__):
+                if remove_if_held_by(folder, holder):
                     log.warning("%s: taking over the stale lock of %s, %s", folder, holder, why)
     except OSError as exc:
         raise write_error(exc, folder / LOCK, "creating the run lock") from None
