@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import tomllib
 import types
 import typing
@@ -50,14 +51,48 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
 
+SET_KEY = re.compile(r"[\w-]+(\.[\w-]+)*")  # a --set key: a name, or names joined by dots (train.lr, source.classes)
+
+
 def parse_sets(items: list[str]) -> dict[str, str]:
-    """Split ``key=value`` strings from the command line into a dict."""
+    """Split ``key=value`` strings from the command line into a dict.
+
+    A value written as a TOML array or inline table, as claim and suite files write them, reads as
+    it does there (``flat_sets``): ``quarter_turns=[0, 2]`` is ``quarter_turns=0,2``, and
+    ``source={classes = 10}`` is ``source.classes=10``.
+    """
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set {item!r}: expected key=value")
-        out[key.strip()] = value.strip()
+        if not sep or not SET_KEY.fullmatch(key.strip()):
+            raise ConfigError(f"--set {item!r}: expected key=value, the key a name or a dotted name such as train.lr")
+        out.update(flat_sets({key.strip(): toml_value(value.strip(), f"--set {key.strip()}")}))
+    return out
+
+
+def toml_value(text: str, where: str) -> Any:
+    """``text`` as the TOML array or inline table it is written as (starting with ``[`` or ``{``), else ``text`` itself."""
+    if not text.startswith(("[", "{")):
+        return text
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{where}: {text!r} is not a TOML array or inline table ({exc}); write a list as [0, 2] or 0,2, "
+            "a table as {classes = 10}"
+        ) from None
+
+
+def flat_sets(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """A TOML table of overrides as ``--set`` strings: ``train.lr = 0.1`` becomes ``{"train.lr": "0.1"}``."""
+    out: dict[str, str] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out.update(flat_sets(value, f"{prefix}{key}."))
+        elif isinstance(value, list):
+            out[prefix + key] = ",".join(str(v) for v in value)
+        else:
+            out[prefix + key] = str(value).lower() if isinstance(value, bool) else str(value)
     return out
 
 

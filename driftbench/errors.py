@@ -33,6 +33,12 @@ class RunError(DriftbenchError):
     """A run failed while training or evaluating."""
 
 
+class RecordError(RunError):
+    """A run record's file is damaged, foreign or of another schema version (bad input, like a damaged trace file)."""
+
+    exit_code = 2
+
+
 class WriteError(DriftbenchError):
     """A file could not be written (no space, read-only folder, no permission); what was written before is intact."""
 

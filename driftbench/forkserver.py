@@ -6,16 +6,25 @@ pay it. The fork server pays it once, in parallel with the main process's own im
 plug-in paths at pool start (``worker_state``), not the server's; multiprocessing gives them its
 working directory. A worker ends itself once the process that opened its pool is gone, so a
 killed sweep leaves no run computing (and holding its run lock) behind.
+
+Ctrl-C reaches every process of the terminal's process group, pool workers too. The server starts
+with SIGINT ignored, so a worker is born ignoring it and ignores it between jobs (where it would
+end the worker with a traceback); during a job (``interruptible``) it raises ``KeyboardInterrupt``,
+and during a run's rounds the scheduler checkpoints instead.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from multiprocessing.context import BaseContext
 from multiprocessing.forkserver import ensure_running
+from typing import Any, TypeVar
 
 from driftbench.locks import pid_running
 from driftbench.registry import ENV
@@ -38,9 +47,35 @@ def preload(modules: list[str]) -> None:
 
 
 def start_early() -> None:
-    """Start the fork server now, so that its imports overlap the caller's work before the pool opens."""
+    """Start the fork server now (SIGINT ignored), so that its imports overlap the caller's work before the pool opens."""
     if pool_context().get_start_method() == "forkserver":
-        ensure_running()
+        with sigint_ignored():
+            ensure_running()
+
+
+@contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored for the block, so that a process started meanwhile starts ignoring it (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+T = TypeVar("T")
+
+
+def interruptible(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a pool worker, with SIGINT raising ``KeyboardInterrupt`` meanwhile (ignored again after)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return fn(*args)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def worker_state() -> tuple[str | None, int]:

@@ -16,7 +16,11 @@ runs. After a code change that changes results, sweep into a fresh ``--out`` fol
 
 A job holds its run folder's lock (``driftbench.locks``) from the skip check to the end of the
 run, so two sweeps into one folder never run the same run: the second reports it as running
-elsewhere (or waits for it, ``wait_locked``) and goes on with the others.
+elsewhere (or waits for it, ``wait_locked``) and goes on with the others. A Ray task whose worker
+died (killed, out of memory, its node lost) runs again, up to ``RETRIES`` times, waiting for the
+run's lock: the dead worker's lock is stale at once on its own host and once its lease runs out on
+any other, and the run resumes from its checkpoint. Should the worker still run after all (cut
+off, not dead), the retry waits for it to finish and keeps its record: one training per run.
 """
 
 from __future__ import annotations
@@ -38,11 +42,11 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from driftbench.config import check_keys, read_toml, require
+from driftbench.config import check_keys, flat_sets, read_toml, require
 from driftbench.discovery import plugins
 from driftbench.engine.device_data import resolve_device
 from driftbench.errors import ConfigError, DriftbenchError, RunError, RunLocked, TraceFileError, WriteError, one_line
-from driftbench.forkserver import enter_worker_state, pool_context, worker_state
+from driftbench.forkserver import enter_worker_state, interruptible, pool_context, start_early, worker_state
 from driftbench.locks import run_lock
 from driftbench.methods.catalog import MethodSpec, load_method
 from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, config_digest, read_json, run_dir, run_label
@@ -51,6 +55,7 @@ from driftbench.record.schema import Summary, Target, read_rounds, read_summary,
 from driftbench.record.summarize import REFERENCE, rows_time_to_accuracy, summary_target
 from driftbench.registry import ENV
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
+from driftbench.scheduler.loop import SigintFlag
 from driftbench.traces.catalog import ResolvedTrace, default_methods, is_trace_file, named_spec, resolve, run_sets
 from driftbench.tracking.destinations import NO_TRACKING, Destination, Tracking, destinations
 from driftbench.tracking.feed import preimport, record_feed
@@ -59,6 +64,8 @@ log = logging.getLogger("driftbench")
 
 SUITE_KEYS = {"description", "traces", "methods", "seeds", "log"}
 BACKENDS = ("local", "ray")
+RETRIES = 3  # times a run whose Ray worker died runs again (Ray's own default for its tasks)
+WAIT_SECONDS = 0.25  # how often a sweep looks for Ctrl-C while it waits for its runs
 LOCKED = "running elsewhere"  # the state of a run whose folder another process holds
 NOT_RECORDED = "not recorded"  # the state of a run that policy "recorded" did not find and did not run
 RESUME = (
@@ -231,19 +238,6 @@ def suite_request(
     )
 
 
-def flat_sets(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """A TOML table of overrides as ``--set`` strings: ``train.lr = 0.1`` becomes ``{"train.lr": "0.1"}``."""
-    out: dict[str, str] = {}
-    for key, value in table.items():
-        if isinstance(value, dict):
-            out.update(flat_sets(value, f"{prefix}{key}."))
-        elif isinstance(value, list):
-            out[prefix + key] = ",".join(str(v) for v in value)
-        else:
-            out[prefix + key] = str(value).lower() if isinstance(value, bool) else str(value)
-    return out
-
-
 def plan_jobs(request: Request, execution: Execution) -> list[RunJob]:
     """Validate the request and list its runs, FedAvg's first (the others' time-to-accuracy target, the pool's first start).
 
@@ -411,11 +405,11 @@ def _run_job(job: RunJob) -> RunOutcome:
         log.info("not recorded: %s", job.label)
         error = f"{folder}: no finished run of this configuration"
         return RunOutcome(job.label, NOT_RECORDED, None, time.perf_counter() - started, error=error)
-    with run_lock(folder, ex.wait_locked):
+    with run_lock(folder, ex.wait_locked) as lease:
         resume = ex.resume in ("always", "recorded") or (ex.resume == "matching" and matching())  # recorded: matched above
         kept = resume and (folder / SUMMARY).is_file()
         log.info("%s %s", "keeping" if kept else "running", job.label)
-        summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)))
+        summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)), lambda: lease.lost)
     return RunOutcome(job.label, "skipped" if kept else "ran", summary.status, time.perf_counter() - started, summary=summary)
 
 
@@ -444,13 +438,18 @@ def run_here(jobs: list[RunJob]) -> list[Summary]:
 
 
 class Backend(Protocol):
-    """Where runs execute: submit a job, wait for some to finish, collect an outcome, close."""
+    """Where runs execute: submit a job, wait for some to finish, collect an outcome, close.
+
+    ``retries``: how many times a job whose worker died runs again (0 where a dead worker breaks the pool).
+    """
+
+    retries: int
 
     def submit(self, job: RunJob) -> Any:
         """Start ``job``; returns a handle."""
 
-    def wait(self, handles: list[Any]) -> list[Any]:
-        """Block until at least one of ``handles`` is done; returns the done ones."""
+    def wait(self, handles: list[Any], timeout: float) -> list[Any]:
+        """Block until at least one of ``handles`` is done or ``timeout`` seconds passed; returns the done ones."""
 
     def result(self, handle: Any) -> RunOutcome:
         """The outcome of a done handle."""
@@ -462,18 +461,21 @@ class Backend(Protocol):
 class LocalBackend:
     """One run per process in a pool of fork-server workers (``driftbench.forkserver``), in this directory, with its plug-ins."""
 
+    retries = 0  # a worker that dies breaks the pool: its runs and the pending ones fail, and the next sweep resumes them
+
     def __init__(self, options: PoolOptions) -> None:
+        start_early()  # unless started already: its workers ignore Ctrl-C between jobs
         self.pool = ProcessPoolExecutor(
             options.workers, mp_context=pool_context(), initializer=enter_worker_state, initargs=worker_state()
         )
 
     def submit(self, job: RunJob) -> Future[RunOutcome]:
         """Queue ``job`` on the pool."""
-        return self.pool.submit(execute, job)
+        return self.pool.submit(interruptible, execute, job)
 
-    def wait(self, handles: list[Future[RunOutcome]]) -> list[Future[RunOutcome]]:
-        """Block until at least one job is done; return the finished ones."""
-        return list(wait(handles, return_when=FIRST_COMPLETED).done)
+    def wait(self, handles: list[Future[RunOutcome]], timeout: float) -> list[Future[RunOutcome]]:
+        """Block until at least one job is done or ``timeout`` seconds passed; return the finished ones."""
+        return list(wait(handles, timeout, return_when=FIRST_COMPLETED).done)
 
     def result(self, handle: Future[RunOutcome]) -> RunOutcome:
         """The outcome of a finished job (raises if its worker process died)."""
@@ -485,7 +487,12 @@ class LocalBackend:
 
 
 class RayBackend:
-    """One Ray task per run, on the cluster at ``address`` or on a local cluster started here."""
+    """One Ray task per run, on the cluster at ``address`` or on a local cluster started here.
+
+    Ray does not retry a task itself: ``run_pool`` does, with the run's lock deciding (module docstring).
+    """
+
+    retries = RETRIES
 
     def __init__(self, options: PoolOptions) -> None:
         try:
@@ -505,15 +512,16 @@ class RayBackend:
                 logging_level=logging.WARNING,
                 runtime_env=plugins,
             )
-        self.task = ray.remote(num_cpus=options.cpus_per_run, num_gpus=options.gpus_per_run)(execute)
+        self.task = ray.remote(num_cpus=options.cpus_per_run, num_gpus=options.gpus_per_run, max_retries=0)(execute)
 
     def submit(self, job: RunJob) -> Any:
         """Submit ``job`` as a Ray task."""
         return self.task.remote(job)
 
-    def wait(self, handles: list[Any]) -> list[Any]:
-        """Block until at least one task is done; return the finished ones."""
-        return self.ray.wait(handles, num_returns=1)[0]
+    def wait(self, handles: list[Any], timeout: float) -> list[Any]:
+        """Block until at least one task is done or ``timeout`` seconds passed; return the finished ones."""
+        done: list[Any] = self.ray.wait(handles, num_returns=1, timeout=timeout)[0]
+        return done
 
     def result(self, handle: Any) -> RunOutcome:
         """The outcome of a finished task (raises if its worker died)."""
@@ -532,30 +540,49 @@ def open_backend(options: PoolOptions) -> Backend:
 
 
 def run_pool(jobs: list[RunJob], options: PoolOptions, desc: str = "sweep") -> list[RunOutcome]:
-    """Run every job on the backend, all at once (``finalize_tta`` gives each its time-to-accuracy once all are done)."""
+    """Run every job on the backend, all at once (``finalize_tta`` gives each its time-to-accuracy once all are done).
+
+    Ctrl-C raises ``KeyboardInterrupt`` here, between two waits, not inside the pool's own code, whose
+    processes it would leave half started; the workers, which got it too, checkpoint their runs first.
+    """
     resolved_trace.cache_clear()  # the runs build their traces in their own processes
     preimport(d for job in jobs for d in job.execution.tracking.destinations)  # finalize_tta adds to their logs
     backend = open_backend(options)
     outcomes: dict[int, RunOutcome] = {}  # by position: jobs that differ only in overrides or folder share a label
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=options.quiet or not sys.stderr.isatty())
     try:
-        with bar, logging_redirect_tqdm():
-            running = {backend.submit(job): i for i, job in enumerate(jobs)}
+        with bar, logging_redirect_tqdm(), SigintFlag() as sigint:
+            running = {backend.submit(job): (i, 0) for i, job in enumerate(jobs)}  # handle -> job, times it ran again
             while running:
-                for handle in backend.wait(list(running)):
-                    i = running.pop(handle)
-                    outcomes[i] = collect(backend, handle, jobs[i])
-                    bar.update()
+                done = backend.wait(list(running), WAIT_SECONDS)
+                if sigint.raised:
+                    raise KeyboardInterrupt
+                for handle in done:
+                    i, again = running.pop(handle)
+                    outcome = collect(backend, handle, jobs[i], again < backend.retries)
+                    if outcome is None:
+                        running[backend.submit(waiting(jobs[i]))] = (i, again + 1)
+                    else:
+                        outcomes[i] = outcome
+                        bar.update()
     finally:
         backend.close()
     return finalize_tta(jobs, [outcomes[i] for i in range(len(jobs))])
 
 
-def collect(backend: Backend, handle: Any, job: RunJob) -> RunOutcome:
-    """The job's outcome, logged; a worker that died becomes a failed outcome."""
+def waiting(job: RunJob) -> RunJob:
+    """``job`` waiting for its run's lock instead of reporting it as running elsewhere: a retry after its worker died."""
+    return replace(job, execution=replace(job.execution, wait_locked=True))
+
+
+def collect(backend: Backend, handle: Any, job: RunJob, retry: bool) -> RunOutcome | None:
+    """The job's outcome, logged; a worker that died: None when the job may run again (``retry``), else a failed outcome."""
     try:
         outcome = backend.result(handle)
     except Exception as exc:  # the worker process or Ray task itself died
+        if retry:
+            log.warning("%s: its worker died (%s); running it again once its lock is free", job.label, one_line(exc))
+            return None
         outcome = RunOutcome(job.label, "failed", None, 0.0, error=one_line(exc), exit_code=1)
     if outcome.state == LOCKED:
         log.warning("%s", outcome.error)

@@ -51,6 +51,10 @@ def fails(args, capsys, code=2):
         ),
         (["trace", "show", "label-swap", "--set", "train.lr=fast"], "--set train: lr: expected float, got 'fast'"),
         (["trace", "show", "label-swap", "--set", "clients=ten"], "--set (label-swap): clients: expected int, got 'ten'"),
+        (
+            ["trace", "show", "rotation", "--set", "quarter_turns=[0,"],
+            "--set quarter_turns: '[0,' is not a TOML array or inline table",
+        ),
         (["trace", "show", "label-swap", "--set", "train.momentum=yes please"], "momentum: expected float"),
         (
             ["run", "--trace", "label-swap", "--method", "static", "--set", "method.k_min=two"],

@@ -82,7 +82,7 @@ def test_trace_variant_lays_its_tables_over_the_base():
         (method_catalog, 'variant_of = "fedavg"\nclass = "fedavg"\n', r"bad.toml: a variant .* and has no class key"),
         (method_catalog, 'variant_of = "bad"\n', r"does not lead back to it \(bad -> bad\)"),
         (method_catalog, 'variant_of = "other"\n', r"other.toml: .* does not lead back to it \(bad -> other -> bad\)"),
-        (method_catalog, 'variant_of = "nothing"\n', "unknown method 'nothing'"),
+        (method_catalog, 'variant_of = "nothing"\n', r"unknown base method \(variant_of\) in .*bad.toml 'nothing'"),
         (trace_catalog, 'variant_of = "bad"\n', r"does not lead back to it \(bad -> bad\), and has no generator key"),
         (trace_catalog, 'variant_of = "other"\n', r"other.toml: .* does not lead back to it \(bad -> other -> bad\)"),
         (trace_catalog, 'variant_of = "nothing"\n', "unknown trace 'nothing'"),

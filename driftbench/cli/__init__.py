@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -68,8 +69,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+        print(f"error: interrupted{rerun_hint(args)}", file=sys.stderr)
         return 130
+
+
+def rerun_hint(args: argparse.Namespace) -> str:
+    """For a command that continues where it stopped when run again (``rerun``: sweep, reproduce), how to resume it."""
+    if not getattr(args, "rerun", False):
+        return ""
+    command = shlex.join(["driftbench", *args.argv])
+    return f"; finished runs are kept and the others continue from their last checkpoint; resume with: {command}"
 
 
 class Parser(argparse.ArgumentParser):

@@ -31,7 +31,13 @@ def leaves(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 def add_sets(p: argparse.ArgumentParser, keys: str) -> None:
     """Add the repeatable ``--set key=value`` option."""
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"override a setting ({keys})")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a setting ({keys}); a list is 0,2 or [0, 2], a table {{classes = 10}}, as in TOML files",
+    )
 
 
 def add_scale(p: argparse.ArgumentParser) -> None:

@@ -62,7 +62,7 @@ def add_parser(sub: Subparsers) -> None:
     )
     repro.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
     add_log(repro)
-    repro.set_defaults(func=cmd_reproduce)
+    repro.set_defaults(func=cmd_reproduce, rerun=True)  # Ctrl-C: rerunning resumes (main)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

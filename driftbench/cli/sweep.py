@@ -53,7 +53,7 @@ def add_parser(sub: Subparsers) -> None:
     )
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
     add_log(sweep)
-    sweep.set_defaults(func=cmd_sweep)
+    sweep.set_defaults(func=cmd_sweep, rerun=True)  # Ctrl-C: rerunning resumes (main)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -81,6 +81,7 @@ def catalog_spec(name: str, chain: tuple[str, ...]) -> MethodSpec:
                 f"{path}: a variant names in variant_of a base that does not lead back to it "
                 f"({' -> '.join((*chain, name, raw['variant_of']))}), and has no class key"
             )
+        lookup(catalog(), raw["variant_of"], f"base method (variant_of) in {path}")
         base = catalog_spec(raw["variant_of"], (*chain, name))
         cls, defaults, inherited = IMPLEMENTATIONS[base.implementation], base.params, base.description
     else:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from driftbench.atomic import atomic_write
-from driftbench.errors import RunError
+from driftbench.errors import RecordError
 
 # Fields measured on the wall clock; the only ones that differ between identical runs.
 WALL_CLOCK_FIELDS = ("wall_seconds", "server_wall_seconds")
@@ -53,13 +53,13 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """Read a JSON file of the run record; an unreadable one raises ``RunError`` naming it."""
+    """Read a JSON file of the run record; an unreadable one raises ``RecordError`` naming it."""
     try:
         with open(path) as fh:
             record: dict[str, Any] = json.load(fh)
             return record
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunError(f"{path}: unreadable run record ({exc})") from None
+        raise RecordError(f"{path}: unreadable run record ({exc})") from None
 
 
 def clear_results(run: Path) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get
 import pandas as pd
 
 from driftbench.atomic import atomic_write
-from driftbench.errors import RunError
+from driftbench.errors import RecordError
 from driftbench.methods.events import DIAGNOSTIC_COLUMNS, EVENT_COLUMNS
 from driftbench.record.files import CONFIG, SUMMARY, read_json, write_json
 
@@ -239,11 +239,11 @@ def write_summary(path: Path, summary: Summary) -> None:
 
 
 def read_summary(path: Path) -> Summary:
-    """Read summary.json; another schema version or a foreign file raises ``RunError`` naming it."""
+    """Read summary.json; another schema version or a foreign file raises ``RecordError`` naming it."""
     data = read_json(path)
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version != SCHEMA_VERSION:
-        raise RunError(
+        raise RecordError(
             f"{path}: run record schema version {version if version is not None else '(none)'}, "
             f"but this driftbench reads version {SCHEMA_VERSION}; rerun the run into a fresh --out"
         )
@@ -256,7 +256,7 @@ def write_rounds(path: Path, rows: list[RoundRow]) -> None:
 
 
 def read_rounds(path: Path) -> pd.DataFrame:
-    """Read rounds.csv; a file without exactly the schema's columns raises ``RunError`` naming it."""
+    """Read rounds.csv; a file without exactly the schema's columns raises ``RecordError`` naming it."""
     return _read_csv(path, ROUND_COLUMNS, "rounds")
 
 
@@ -266,7 +266,7 @@ def write_events(path: Path, method: str, rows: list[dict[str, Any]]) -> None:
 
 
 def read_events(path: Path) -> pd.DataFrame:
-    """Read events.csv (clients as space-separated ids); a file without exactly its columns raises ``RunError``."""
+    """Read events.csv (clients as space-separated ids); a file without exactly its columns raises ``RecordError``."""
     return _read_csv(path, EVENT_COLUMNS, "events", dtype={"clients": str}, keep_default_na=False, na_values={"value": [""]})
 
 
@@ -276,7 +276,7 @@ def write_diagnostics(path: Path, method: str, rows: list[dict[str, Any]]) -> No
 
 
 def read_diagnostics(path: Path) -> pd.DataFrame:
-    """Read diagnostics.csv; a file without exactly its columns raises ``RunError``."""
+    """Read diagnostics.csv; a file without exactly its columns raises ``RecordError``."""
     return _read_csv(path, DIAGNOSTIC_COLUMNS, "diagnostics")
 
 
@@ -288,11 +288,18 @@ def _write_csv(path: Path, records: list[dict[str, Any]], columns: tuple[str, ..
 
 def _read_csv(path: Path, columns: tuple[str, ...], what: str, **options: Any) -> pd.DataFrame:
     try:
-        table: pd.DataFrame = pd.read_csv(path, **options)
+        text = path.read_text()
+        if not text.endswith("\n"):  # every table is written whole, ending its last line; this one was cut off
+            raise ValueError("cut off: its last line has no end")
+        table: pd.DataFrame = pd.read_csv(io.StringIO(text), **options)
     except (OSError, ValueError) as exc:
-        raise RunError(f"{path}: unreadable {what} table ({exc})") from None
+        raise RecordError(f"{path}: unreadable {what} table ({exc})") from None
     if tuple(table.columns) != columns:
-        raise RunError(f"{path}: {what} table columns {list(table.columns)} are not schema version {SCHEMA_VERSION}'s")
+        missing, extra = [c for c in columns if c not in table.columns], [c for c in table.columns if c not in columns]
+        raise RecordError(
+            f"{path}: columns differ from schema version {SCHEMA_VERSION}'s {what} table "
+            f"(missing {missing}, unexpected {extra}{', out of order' if not missing and not extra else ''})"
+        )
     return table
 
 
@@ -310,13 +317,13 @@ def from_plain(cls: type[D], data: Any, where: str) -> D:
     A field with a default may be absent: it was added to the version after records were written.
     """
     if not isinstance(data, dict):
-        raise RunError(f"{where}: expected a table for {cls.__name__}, got {type(data).__name__}")
+        raise RecordError(f"{where}: expected a table for {cls.__name__}, got {type(data).__name__}")
     names = [f.name for f in fields(cls)]
     optional = {f.name for f in fields(cls) if f.default is not MISSING}
     missing = [n for n in names if n not in data and n not in optional]
     extra = sorted(set(data) - set(names))
     if missing or extra:
-        raise RunError(
+        raise RecordError(
             f"{where}: not a {cls.__name__} of schema version {SCHEMA_VERSION} (missing {missing}, unexpected {extra})"
         )
     hints = get_type_hints(cls)
@@ -332,11 +339,11 @@ def _typed(kind: Any, value: Any, where: str) -> Any:
         return _typed(kind, value, where)
     if origin is dict:
         if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-            raise RunError(f"{where}: expected a table, got {value!r}")
+            raise RecordError(f"{where}: expected a table, got {value!r}")
         return {k: _typed(args[1], v, f"{where}.{k}") for k, v in value.items()}
     if origin is tuple:
         if not isinstance(value, list):
-            raise RunError(f"{where}: expected a list, got {value!r}")
+            raise RecordError(f"{where}: expected a list, got {value!r}")
         return tuple(_typed(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
     if isinstance(kind, type) and is_dataclass(kind):
         return from_plain(kind, value, where)
@@ -344,4 +351,4 @@ def _typed(kind: Any, value: Any, where: str) -> Any:
         return float(value)
     if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         return value
-    raise RunError(f"{where}: expected {kind.__name__}, got {value!r}")
+    raise RecordError(f"{where}: expected {kind.__name__}, got {value!r}")

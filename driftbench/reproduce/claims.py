@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from driftbench.config import check_keys, check_types, read_toml, require
+from driftbench.config import check_keys, check_types, flat_sets, read_toml, require
 from driftbench.errors import ConfigError
 from driftbench.methods.events import EVENT_KINDS
 from driftbench.paths import catalog_dir
@@ -20,7 +20,6 @@ from driftbench.record.metrics import crossing_seconds, first_reach
 from driftbench.record.schema import Summary, read_rounds
 from driftbench.record.summarize import REFERENCE
 from driftbench.reproduce.verdict import BOUNDS
-from driftbench.runner import flat_sets
 
 CLAIMS_DIR = catalog_dir("claims")
 FILE_KEYS = {"paper": str, "reference": str, "diagnoses": dict, "claims": list}  # key -> TOML type
@@ -605,6 +604,11 @@ def parse_claim(
         diagnosis=claim_diagnosis(table["diagnosis"], shared or {}, where, table["id"]) if "diagnosis" in table else None,
         bound=bound,
         calibrated_to=parse_calibration(table["calibrated_to"], where) if "calibrated_to" in table else None,
+    )
+    require(
+        claim.twin is None or any(claim.sets.get(k) != v for k, v in claim.twin.items()),
+        f"{where}: twin {table.get('twin')!r}: changes nothing in the claim's set, so the no-drift twin would be the "
+        "claim's own runs; give the overrides that remove the drift, e.g. twin = { fraction = 0 }",
     )
     stray = sorted(set(claim.method_sets) - set(claim.runs))
     if stray:

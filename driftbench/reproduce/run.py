@@ -159,6 +159,11 @@ def untestable_reason(claim: Claim, scale: str) -> str | None:
         check_trace(claim.trace, dict(Setting.of(claim, scale).sets))
     except DriftbenchError as exc:
         return " ".join(str(exc).split())
+    try:
+        if claim.twin is not None:
+            check_trace(claim.trace, dict(Setting.of(claim, scale).twin(claim).sets))
+    except DriftbenchError as exc:
+        return "no-drift twin: " + " ".join(str(exc).split())
     return None
 
 

@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from driftbench.engine.clock import client_profiles
 from driftbench.engine.device_data import DevicePool, resolve_device
 from driftbench.engine.features import classifier_name
 from driftbench.engine.models import build_model, forward_flops
-from driftbench.errors import RunError, WriteError
+from driftbench.errors import RunError, RunLocked, WriteError
 from driftbench.methods.base import (
     ClientQueries,
     Overhead,
@@ -63,25 +64,27 @@ class RunInterrupted(RunError):
     exit_code = 130
 
 
-def run(spec: RunSpec) -> Summary:
+def run(spec: RunSpec, lost: Callable[[], str | None] = lambda: None) -> Summary:
     """Replay the trace against the method, write the run record and return the summary.
 
     With ``checkpointing.resume`` a complete run returns its stored summary and an
     incomplete one continues from its checkpoint (from round 0 when it has none). In the
     main thread, SIGINT finishes the current round, checkpoints and raises ``RunInterrupted``.
-    A failed write (``WriteError``) names how to continue once space is freed.
+    A failed write (``WriteError``) names how to continue once space is freed. ``lost`` says,
+    after each round, why this process no longer holds the run's lock (None while it does): the
+    run then stops with ``RunLocked`` before writing anything more.
     """
     scheduler = Scheduler(spec)
     try:
-        return replay(scheduler)
+        return replay(scheduler, lost)
     except WriteError as exc:
         raise WriteError(f"{exc}; {scheduler.continuation()}") from None
     finally:
         scheduler.recorder.close()
 
 
-def replay(scheduler: Scheduler) -> Summary:
-    """Begin or resume the scheduler's run, step its rounds with checkpoints, and finish it."""
+def replay(scheduler: Scheduler, lost: Callable[[], str | None] = lambda: None) -> Summary:
+    """Begin or resume the scheduler's run, step its rounds with checkpoints, and finish it (unless ``lost``, see ``run``)."""
     spec = scheduler.spec
     stored = scheduler.begin()
     if stored is not None:
@@ -95,7 +98,11 @@ def replay(scheduler: Scheduler) -> Summary:
     )
     with SigintFlag() as sigint:
         for rnd in rounds:
-            if not scheduler.step(rnd):
+            stepped = scheduler.step(rnd)
+            why = lost()
+            if why is not None:
+                raise RunLocked(f"{scheduler.out}: lost its run lock ({why}); stopped after round {rnd}, writing nothing more")
+            if not stepped:
                 break
             if sigint.raised:
                 raise scheduler.interrupted(rnd)

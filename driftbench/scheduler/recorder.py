@@ -27,6 +27,7 @@ from driftbench.record.files import (
 from driftbench.record.schema import (
     RoundRow,
     Summary,
+    read_rounds,
     read_summary,
     run_state,
     write_diagnostics,
@@ -85,9 +86,10 @@ class Recorder:
             )
 
     def stored_summary(self) -> Summary:
-        """The summary of a complete run."""
+        """The summary of a complete run, its rounds.csv read too: a damaged record raises ``RecordError`` naming the file."""
         log.info("%s is complete; --resume keeps it", self.out)
         summary = read_summary(self.out / SUMMARY)
+        read_rounds(self.out / ROUNDS)
         self.feed.push(self.out)
         return summary
 

@@ -6,7 +6,7 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from driftbench.errors import RunError
+from driftbench.errors import RecordError
 from driftbench.record.schema import (
     ROUND_COLUMNS,
     SCHEMA_VERSION,
@@ -102,7 +102,7 @@ def test_other_versions_and_foreign_files_get_one_line_naming_the_file(tmp_path,
     change(data)
     path = tmp_path / "summary.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(RunError, match=message) as raised:
+    with pytest.raises(RecordError, match=message) as raised:
         read_summary(path)
     assert str(path) in str(raised.value) and "\n" not in str(raised.value)
 
@@ -117,7 +117,10 @@ def test_rounds_round_trip_in_schema_order_and_refuse_other_columns(tmp_path):
     assert tuple(table.columns) == ROUND_COLUMNS and [RoundRow(**r) for r in table.to_dict("records")][1] == rows[1]
     assert math.isnan(table["ari"].iloc[0])
     table.drop(columns="ari").to_csv(tmp_path / "old.csv", index=False)
-    with pytest.raises(RunError, match="old.csv: rounds table columns"):
+    with pytest.raises(
+        RecordError,
+        match=r"old.csv: columns differ from schema version \d+'s rounds table \(missing \['ari'\], unexpected \[\]\)",
+    ):
         read_rounds(tmp_path / "old.csv")
 
 
@@ -137,5 +140,8 @@ def test_events_round_trip_with_blank_clients_and_values(tmp_path):
     assert table["clients"].tolist() == ["", "1 5 7"] and table["method"].tolist() == ["fielding"] * 2
     assert table["value"].iloc[0] == 0.2 and math.isnan(table["value"].iloc[1])
     table.drop(columns="method").to_csv(tmp_path / "old.csv", index=False)
-    with pytest.raises(RunError, match="old.csv: events table columns"):
+    with pytest.raises(
+        RecordError,
+        match=r"old.csv: columns differ from schema version \d+'s events table \(missing \['method'\], unexpected \[\]\)",
+    ):
         read_events(tmp_path / "old.csv")
