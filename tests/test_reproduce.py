@@ -348,7 +348,8 @@ def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
     walls = [read_summary(path).wall_seconds for path in (tmp_path / "runs").glob("*/static/*/seed0/summary.json")]
     assert len(walls) == 4 and f"in both): A paper {sum(walls) / 3600:.2f} h." in out  # each run once, for its one paper
     rows = read_report(tmp_path / "report/reproduce.csv")
-    assert [r["id"] for r in rows] == ["oracle", "lr", "missing"] and list(rows[0]) == list(COLUMNS)
+    assert [r["id"] for r in rows] == ["oracle", "lr", "missing", "missing (literal)"]  # fedcm names its literal variant
+    assert list(rows[0]) == list(COLUMNS) and rows[3]["verdict"] == UNTESTABLE
     assert rows[0]["verdict"] in (INCONCLUSIVE, NOT_REPRODUCED) and rows[0]["driftbench"].startswith("final_accuracy: oracle ")
     assert rows[1]["driftbench"].startswith("tta_speedup (time to fedavg's final accuracy): oracle ")
     assert rows[2]["verdict"] == UNTESTABLE and "'fedcm-nomigrate' is not in methods/" in rows[2]["reason"]
