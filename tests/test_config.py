@@ -109,3 +109,23 @@ def test_every_catalog_toml_has_a_description_or_inherits_one(tmp_path, monkeypa
     (tmp_path / "trace.toml").write_text('generator = "static"\n[source]\nname = "digits"\n')
     with pytest.raises(ConfigError, match=r"trace.toml: no description; add a one-line description"):
         trace_catalog.load_spec("trace")
+
+
+def test_a_literal_variant_changes_only_the_readings_of_its_paper_that_its_base_reads_otherwise():
+    """A method whose defaults read its paper names the variant that runs the paper as written (``literal``)."""
+    load_method, catalog = method_catalog.load_method, method_catalog.catalog
+    literals = {name: load_method(name).literal for name in catalog() if load_method(name).literal}
+    assert literals == {
+        "fedcm": "fedcm-literal",
+        "fedcm-star": "fedcm-literal-star",
+        "fedcm-kmeans": "fedcm-literal-kmeans",
+        "fedcm-hierarchical": "fedcm-literal-hierarchical",
+        "feddag": "feddag-literal",
+        "feddag-single": "feddag-literal-single",
+    }
+    readings = {"fedcm": {"personal": "shared"}, "feddag": {"compactness": "sum", "line8": "lowest"}}
+    for name, literal in literals.items():
+        base, variant = load_method(name), load_method(literal)
+        assert variant.implementation == base.implementation and variant.literal is None
+        changed = {k: v for k, v in vars(variant.params).items() if getattr(base.params, k) != v}
+        assert changed == readings[base.implementation.split("-")[0]], name
