@@ -3,9 +3,10 @@
 Fed-CM trains as Fed-CM* does (Table 3: both 90.94 before the drift).
 
 Replayed through the real scheduler (``driftbench run``): ``label-shift`` with ``fraction = 0`` (no client moves),
-20 clients in 5 label groups, 10 per round, 40 rounds, seed 0; Fed-CM and Fed-CM* with their defaults.
-At the claims' size (100 clients, 200 rounds) it fails: one migration on noise starts a chain whose mechanism,
-section 4 as written, docs/methods.md measures and test_fedcm.py pins on constructed updates.
+20 clients in 5 label groups, 10 per round, 40 rounds, seed 0; Fed-CM and Fed-CM* with their defaults (each client's
+classifier its own). The literal reading (``fedcm-literal``, the classifier shared in each cluster's model) passes at
+this size and fails at the claims' (100 clients, 200 rounds): one migration on noise starts a chain whose mechanism
+docs/methods.md measures ("Fed-CM readings") and test_fedcm.py pins on constructed updates.
 """
 
 import json
