@@ -272,3 +272,15 @@ def test_a_suite_file_names_its_trackers(tmp_path, monkeypatch):
     suite.write_text('methods = ["fedavg"]\nlog = ["neptune"]\n[traces.static]\n')
     with pytest.raises(Exception, match=r"s.toml: log: --log 'neptune': unknown tracker 'neptune'; allowed: tensorboard, mlflow"):
         load_suite(suite)
+
+
+def test_a_process_opens_each_store_once_and_a_relative_store_where_it_was_named(tmp_path, store, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shared = Destination("mlflow", store, "opened-once")
+    first, second = MlflowTracker(shared, 5.0), MlflowTracker(shared, 5.0)
+    assert first.client is second.client and first.experiment == second.experiment  # one client, one experiment id
+    relative = MlflowTracker(Destination("mlflow", "sqlite:///here.db", "relative"), 5.0)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert MlflowTracker(Destination("mlflow", "sqlite:///here.db", "relative"), 5.0).client is not relative.client
+    assert (tmp_path / "here.db").is_file() and (tmp_path / "elsewhere" / "here.db").is_file()
