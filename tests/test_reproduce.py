@@ -769,6 +769,21 @@ def test_a_literal_twin_runs_the_claim_again_with_the_literal_variants_in_its_ow
     assert headline.startswith("1 paper claims: 1 reproduced") and "1 literal twins" in headline
 
 
+def test_a_literal_twin_shows_its_own_diagnosis_where_the_claim_names_one(tmp_path, monkeypatch):
+    monkeypatch.setattr("driftbench.reproduce.run.literal_variant", {"a": "a-literal"}.get)
+    shared = "".join(
+        f'[diagnoses.{name}]\nkind = "method"\ncommand = "driftbench run"\nevidence = "{name}: 0.5 against 0.9"\n'
+        for name in ("default-fails", "literal-collapses")
+    )
+    extra = f'diagnosis = "default-fails"\nliteral_diagnosis = "literal-collapses"\n{shared}'
+    default, twin = with_literal([one_claim(tmp_path, '["a", "b"]', "a > b", extra=extra)])
+    assert default.diagnosis is not None and default.diagnosis.name == "default-fails"
+    assert twin.diagnosis is not None and twin.diagnosis.name == "literal-collapses" and twin.literal
+    only = f'diagnosis = "default-fails"\n{shared.split("[diagnoses.literal-collapses]")[0]}'
+    _, inherits = with_literal([one_claim(tmp_path, '["a", "b"]', "a > b", extra=only)])
+    assert inherits.diagnosis == default.diagnosis  # without literal_diagnosis the twin shows the claim's
+
+
 def test_holm_over_a_papers_claims_keeps_its_driftbench_claims_apart(tmp_path):
     claim = one_claim(tmp_path, '["a", "b"]', "a > b")
     own = replace(claim, kind="driftbench", paper_value=None)

@@ -45,12 +45,13 @@ CLAIM_KEYS = {
     "workload": str,
     "differs": str,
     "diagnosis": object,  # a table, or the name of one of the file's [diagnoses]
+    "literal_diagnosis": object,  # the same, for the claim's literal twin
     "bound": str,
     "calibrated_to": dict,
 }  # paper_value (a number or a table) is checked on its own
 VALUE_KEY = "paper_value"
 OPTIONAL_CLAIM_KEYS = {"set", "target", "diagnosis", "difference", "effect", "premises", "method_set", "twin", "protocol"}
-OPTIONAL_CLAIM_KEYS |= {"workload", "bound", "differs", "calibrated_to"}
+OPTIONAL_CLAIM_KEYS |= {"workload", "bound", "differs", "calibrated_to", "literal_diagnosis"}
 # exact: the paper's metric and figure; bound: the paper's metric, its figure a bound the paper implies but does
 # not print (``bound`` says which side); proxy: another metric standing in for it (``difference`` says how);
 # driftbench: a figure the paper does not report, judged apart from the paper's claims
@@ -426,6 +427,7 @@ class Claim:
     differs: str | None = None  # what of the paper's protocol the claim's setting still does not follow, and why, in one line
     target: str | None = None  # tta_speedup: the method whose final accuracy is the target (default FedAvg)
     diagnosis: Diagnosis | None = None  # why it does not reproduce, where that has been found out
+    literal_diagnosis: Diagnosis | None = None  # its literal twin's, where the readings fail for different reasons
     bound: str | None = None  # BOUNDS: paper_value bounds the effect (the paper prints none), verdict.magnitude
     calibrated_to: Calibration | None = None  # the stand-in's calibration on a reference baseline
     literal: bool = False  # the claim run again with the literal variants of methods whose default is a reading
@@ -450,6 +452,7 @@ class Claim:
             paper_value={name(m): v for m, v in value.items()} if isinstance(value, dict) else value,
             method_sets={name(m): sets for m, sets in self.method_sets.items()},
             target=None if self.target is None else name(self.target),
+            diagnosis=self.literal_diagnosis or self.diagnosis,
             literal=True,
         )
 
@@ -527,7 +530,7 @@ def read_claim_file(path: Path) -> list[Claim]:
     ids = [c.id for c in claims]
     duplicate = next((i for i in ids if ids.count(i) > 1), None)
     require(duplicate is None, f"{path}: claims: id {duplicate!r} is used more than once")
-    named = {t["diagnosis"] for t in tables if isinstance(t.get("diagnosis"), str)}
+    named = {t[key] for t in tables for key in ("diagnosis", "literal_diagnosis") if isinstance(t.get(key), str)}
     unused = sorted(set(shared) - named)
     require(not unused, f"{path}: diagnoses.{unused[0] if unused else ''}: no claim names it")
     return claims
@@ -602,6 +605,9 @@ def parse_claim(
         differs=one_line(table, "differs", where),
         target=target,
         diagnosis=claim_diagnosis(table["diagnosis"], shared or {}, where, table["id"]) if "diagnosis" in table else None,
+        literal_diagnosis=claim_diagnosis(table["literal_diagnosis"], shared or {}, f"{where}: literal_diagnosis", table["id"])
+        if "literal_diagnosis" in table
+        else None,
         bound=bound,
         calibrated_to=parse_calibration(table["calibrated_to"], where) if "calibrated_to" in table else None,
     )
