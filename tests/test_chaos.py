@@ -29,6 +29,7 @@ from driftbench.record.files import WALL_CLOCK_FIELDS
 from driftbench.record.schema import ROUND_COLUMNS, read_rounds, read_summary
 from driftbench.runner import Execution, PoolOptions, Request, outcome_line, plan_jobs, run_here, run_pool
 from driftbench.scheduler import Checkpointing, checkpoint
+from tests.test_resume import deterministic
 
 ROOT = Path(__file__).resolve().parents[1]
 LEASE = 3.0  # seconds: the lease of the Ray workers' locks, so that a lost node's run is taken over in seconds
@@ -41,15 +42,6 @@ SWEEP = {
     "train.participants": "4",
     "train.local_steps": "2",
 }
-
-
-def deterministic(value):
-    """``value`` without wall-clock fields (at any depth) and paths."""
-    if isinstance(value, dict):
-        return {k: deterministic(v) for k, v in value.items() if k not in WALL_CLOCK_FIELDS and k != "run_dir"}
-    if isinstance(value, list):
-        return [deterministic(v) for v in value]
-    return value
 
 
 def records(root: Path) -> dict[str, object]:
