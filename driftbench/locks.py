@@ -204,7 +204,7 @@ def remove_if(folder: Path, holds: Callable[[Holder | None], bool]) -> bool:
 
 def remove_if_held_by(folder: Path, holder: Holder) -> bool:
     """Remove ``folder``'s lock if it is exactly ``holder``'s (not renewed since), under the folder's flock."""
-    return remove_if(folder, holder.__eq__)
+    return remove_if(folder, lambda found: found == holder)  # holder.__eq__(None) is NotImplemented, which is truthy
 
 
 def renew(folder: Path, me: Holder) -> bool:

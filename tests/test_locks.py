@@ -228,6 +228,15 @@ def test_two_takeovers_of_one_stale_lock_never_remove_the_fresh_lock(tmp_path):
         claim(tmp_path)
 
 
+def test_a_takeover_that_finds_the_stale_lock_already_removed_removes_nothing(tmp_path):
+    """A second taker that reads the stale lock, then finds it gone under the flock (the first removed it, not yet
+    claimed): nothing to remove, no error; the six-process race failed with ENOENT here."""
+    stale = write_lock(tmp_path, socket.gethostname(), dead_pid())
+    assert remove_if_held_by(tmp_path, stale)
+    assert not remove_if_held_by(tmp_path, stale)
+    assert read_holder(tmp_path) is None
+
+
 def test_another_hosts_lock_without_a_lease_is_respected_until_unlock_clears_it(tmp_path, capsys):
     """A lock without a lease (an older driftbench's, which never renews it) of another host cannot be judged from here."""
     holder = write_lock(tmp_path / FOLDER, "node7", 4242)
