@@ -45,20 +45,20 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from driftbench.config import check_keys, flat_sets, read_toml, require
 from driftbench.discovery import plugins
 from driftbench.engine.device_data import resolve_device
-from driftbench.errors import ConfigError, DriftbenchError, RunError, RunLocked, TraceFileError, WriteError, one_line
+from driftbench.errors import ConfigError, DriftbenchError, RunError, RunLocked, TraceFileError, one_line
 from driftbench.forkserver import enter_worker_state, interruptible, pool_context, start_early, worker_state
 from driftbench.locks import run_lock
 from driftbench.methods.catalog import MethodSpec, load_method
-from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, config_digest, read_json, run_dir, run_label
+from driftbench.record.files import CONFIG, SUMMARY, config_digest, read_json, run_dir, run_label
 from driftbench.record.metrics import fixed_target
-from driftbench.record.schema import Summary, Target, read_rounds, read_summary, write_summary
-from driftbench.record.summarize import REFERENCE, rows_time_to_accuracy, summary_target
+from driftbench.record.runs import read_records
+from driftbench.record.schema import Summary
+from driftbench.record.summarize import REFERENCE
 from driftbench.registry import ENV
 from driftbench.scheduler import Checkpointing, RunSpec, run, run_config
 from driftbench.scheduler.loop import SigintFlag
 from driftbench.traces.catalog import ResolvedTrace, default_methods, is_trace_file, named_spec, resolve, run_sets
 from driftbench.tracking.destinations import NO_TRACKING, Destination, Tracking, destinations
-from driftbench.tracking.feed import preimport, record_feed
 
 log = logging.getLogger("driftbench")
 
@@ -286,51 +286,6 @@ def stored_digest(folder: Path) -> str | None:
         return None
 
 
-def reference_target(out: Path, summary: Summary) -> Target | None:
-    """The time-to-accuracy target of a run: the one FedAvg's run of the same trace and seed set (None for FedAvg itself)."""
-    if summary.method == REFERENCE:
-        return None
-    path = run_dir(out, summary.trace, REFERENCE, summary.seed) / SUMMARY
-    if path.exists():
-        ref = read_summary(path)
-        if ref.trace_hash == summary.trace_hash and ref.status == "ok":
-            return summary_target(ref)
-    log.info("no FedAvg run of this trace and seed under %s: time-to-accuracy not computed for %s", out, summary.method)
-    return None
-
-
-def finalize_tta(jobs: list[RunJob], outcomes: list[RunOutcome], strict: bool = False) -> list[RunOutcome]:
-    """The outcomes with each run's time-to-accuracy against its reference target, rewriting summary.json where it changes.
-
-    Runs finish without waiting for their reference run; once all are done, a run without an
-    explicit ``--target`` gets the target ``reference_target`` gives (its trace and seed's FedAvg
-    run), judged on its rounds.csv, and the run's trackers get the new numbers. A summary that cannot be
-    rewritten makes its run failed, or with ``strict`` raises its ``WriteError``.
-    """
-    done = []
-    for job, outcome in zip(jobs, outcomes):
-        before = outcome.summary
-        if before is not None and job.execution.target is None and before.method != REFERENCE:
-            target = reference_target(job.execution.out, before)
-            folder = Path(before.run_dir)
-            tta = None if target is None else rows_time_to_accuracy(read_rounds(folder / ROUNDS), target)
-            if tta != before.time_to_accuracy:
-                summary = replace(before, time_to_accuracy=tta)
-                try:
-                    write_summary(folder / SUMMARY, summary)
-                except WriteError as exc:
-                    if strict:
-                        raise
-                    outcome = failed(outcome.label, exc, outcome.seconds)
-                    log.warning("%s failed: %s", outcome.label, outcome.error)
-                else:
-                    if job.execution.tracking.destinations:
-                        record_feed(job.execution.tracking, folder).amend(before, summary)
-                    outcome = replace(outcome, summary=summary)
-        done.append(outcome)
-    return done
-
-
 @functools.lru_cache(maxsize=2)
 def resolved_trace(trace: str, sets: tuple[tuple[str, str], ...]) -> ResolvedTrace:
     """The trace, pool and settings a job names, built once per process for every method and seed that replays it."""
@@ -432,9 +387,14 @@ def failed(label: str, exc: Exception, seconds: float) -> RunOutcome:
 
 
 def run_here(jobs: list[RunJob]) -> list[Summary]:
-    """Execute the jobs one after another in this process, in order; return their summaries."""
-    outcomes = finalize_tta(jobs, [run_job(job) for job in jobs], strict=True)
-    return [outcome.summary for outcome in outcomes if outcome.summary is not None]
+    """Execute the jobs one after another in this process, in order; return their summaries as readers see them."""
+    return finished_summaries([run_job(job) for job in jobs])
+
+
+def finished_summaries(outcomes: list[RunOutcome]) -> list[Summary]:
+    """The summaries of the finished runs among ``outcomes``, read back with what depends on other runs derived."""
+    records = read_records([Path(o.summary.run_dir) for o in outcomes if o.summary is not None])
+    return [record.summary for record in records if record.summary is not None]
 
 
 class Backend(Protocol):
@@ -540,13 +500,12 @@ def open_backend(options: PoolOptions) -> Backend:
 
 
 def run_pool(jobs: list[RunJob], options: PoolOptions, desc: str = "sweep") -> list[RunOutcome]:
-    """Run every job on the backend, all at once (``finalize_tta`` gives each its time-to-accuracy once all are done).
+    """Run every job on the backend, all at once; each record is final when its run ends.
 
     Ctrl-C raises ``KeyboardInterrupt`` here, between two waits, not inside the pool's own code, whose
     processes it would leave half started; the workers, which got it too, checkpoint their runs first.
     """
     resolved_trace.cache_clear()  # the runs build their traces in their own processes
-    preimport(d for job in jobs for d in job.execution.tracking.destinations)  # finalize_tta adds to their logs
     backend = open_backend(options)
     outcomes: dict[int, RunOutcome] = {}  # by position: jobs that differ only in overrides or folder share a label
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=options.quiet or not sys.stderr.isatty())
@@ -567,7 +526,7 @@ def run_pool(jobs: list[RunJob], options: PoolOptions, desc: str = "sweep") -> l
                         bar.update()
     finally:
         backend.close()
-    return finalize_tta(jobs, [outcomes[i] for i in range(len(jobs))])
+    return [outcomes[i] for i in range(len(jobs))]
 
 
 def waiting(job: RunJob) -> RunJob:

@@ -76,7 +76,17 @@ def add_parser(sub: Subparsers) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``driftbench run``: a request of one trace and one seed, executed in this process."""
     methods = run_methods(args)
-    from driftbench.runner import Execution, PoolOptions, Request, plan_jobs, run_here, run_pool, unfinished_exit, validate_jobs
+    from driftbench.runner import (
+        Execution,
+        PoolOptions,
+        Request,
+        finished_summaries,
+        plan_jobs,
+        run_here,
+        run_pool,
+        unfinished_exit,
+        validate_jobs,
+    )
     from driftbench.scheduler import Checkpointing
     from driftbench.traces.catalog import is_trace_file
 
@@ -111,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         outcomes = run_pool(
             [replace(j, execution=replace(j.execution, threads=pool.threads, quiet=True)) for j in jobs], pool, "run"
         )
-        summaries = [o.summary for o in outcomes if o.summary is not None]  # a failed run was logged with its error
+        summaries = finished_summaries(outcomes)  # a failed run was logged with its error
         unfinished = unfinished_exit(outcomes)
         if not summaries:
             return unfinished or 1

@@ -1,13 +1,18 @@
-"""The run records under a runs folder: ``<root>/<trace>/<method>/seed<k>/``, complete or not."""
+"""The run records under a runs folder: ``<root>/<trace>/<method>/seed<k>/``, complete or not, as readers see them.
+
+Readers get each summary completed with what depends on another run (``driftbench.record.derived``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
 from driftbench.errors import ConfigError
+from driftbench.record.derived import derive, needs_reference, reference_folder
 from driftbench.record.files import CONFIG, ROUNDS, SUMMARY, read_json, run_label
 from driftbench.record.schema import Summary, read_rounds, read_summary
 
@@ -48,7 +53,27 @@ def find_runs(root: Path) -> list[RunRecord]:
     folders = sorted(config.parent for config in root.glob("*/*/seed*/config.json"))
     if not folders:
         raise ConfigError(f"{root}: no run records (expected {root}/<trace>/<method>/seed<k>/config.json)")
-    return sorted((load_record(f) for f in folders), key=lambda r: (r.trace, r.method, r.seed))
+    return with_derived(sorted((load_record(f) for f in folders), key=lambda r: (r.trace, r.method, r.seed)))
+
+
+def read_records(folders: Sequence[Path]) -> list[RunRecord]:
+    """The records in ``folders``, in order, as readers see them (``with_derived``)."""
+    return with_derived([load_record(Path(f)) for f in folders])
+
+
+def with_derived(records: Sequence[RunRecord]) -> list[RunRecord]:
+    """The records with each summary completed by ``derive``; a reference run is found among them, else beside its run."""
+    by_path = {record.path: record for record in records}
+
+    def reference(record: RunRecord) -> Summary | None:
+        folder = reference_folder(record.path)
+        found = by_path.get(folder) or (load_record(folder) if (folder / SUMMARY).is_file() else None)
+        return None if found is None else found.summary
+
+    return [
+        replace(r, summary=derive(r.summary, r.rounds, reference(r))) if r.summary and needs_reference(r.summary) else r
+        for r in records
+    ]
 
 
 def load_record(folder: Path) -> RunRecord:

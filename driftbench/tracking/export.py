@@ -1,8 +1,9 @@
 """``driftbench export``: log the complete runs under a runs folder, at any depth, to one tracker.
 
 Each record goes through ``Feed.push``, the live path fed from the files, so an exported run has the
-name, parameters and values a live one would have. A record the tracker already holds a finished log
-of (by its key) is left alone: exporting twice adds nothing.
+name, parameters and values a live one would have, and the time to FedAvg's target that readers derive
+(``driftbench.record.derived``), which a live run cannot know when it ends. A record the tracker
+already holds a finished log of (by its key) is left alone: exporting twice adds nothing.
 """
 
 from __future__ import annotations

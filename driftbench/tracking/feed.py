@@ -2,8 +2,8 @@
 
 A ``Feed`` holds one run's trackers and the last round they were sent. Both paths make the values with
 ``driftbench.tracking.values`` from the same rows, events and summary, so an export of a record logs
-what the live run logged. A tracker that raises is dropped with one warning line: the run, its
-record and the other trackers go on.
+what the live run logged, and what readers derive from other runs (a time to FedAvg's target). A
+tracker that raises is dropped with one warning line: the run, its record and the other trackers go on.
 """
 
 from __future__ import annotations
@@ -11,16 +11,15 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
 from driftbench.errors import ConfigError, one_line
-from driftbench.record.files import CONFIG, EVENTS, ROUNDS, SUMMARY, as_json, read_json
-from driftbench.record.schema import RoundRow, Summary, read_events, read_rounds, read_summary
+from driftbench.record.files import CONFIG, EVENTS, ROUNDS, as_json, read_json
+from driftbench.record.runs import read_records
+from driftbench.record.schema import RoundRow, Summary, read_events, read_rounds
 from driftbench.tracking.destinations import PACKAGES, SINK_MODULES, SQLITE, SQLITE_PACKAGES, Destination, Tracking
 from driftbench.tracking.values import (
     Identity,
@@ -31,7 +30,6 @@ from driftbench.tracking.values import (
     last_round,
     round_scalars,
     summary_scalars,
-    summary_tags,
 )
 
 log = logging.getLogger("driftbench")
@@ -52,7 +50,7 @@ class Tracker(Protocol):
         """Begin a fresh log of the record, replacing any log of its key: name, parameters, tags."""
 
     def reopen(self, identity: Identity) -> None:
-        """Continue the record's finished log (its tags set to the identity's), to add what its summary gained."""
+        """Continue the record's finished log, its tags set to the identity's (``reproduce`` tags a run it keeps)."""
 
     def log(self, scalars: Sequence[Scalar], tags: Mapping[str, str]) -> None:
         """Log scalars and set tags (a tracker may hold them up to ``FLUSH_SECONDS``)."""
@@ -89,20 +87,6 @@ def check(tracking: Tracking) -> None:
         folder = Path(destination.where.removeprefix(SQLITE)).parent
         if sqlite and not folder.is_dir():
             raise ConfigError(f"--log {destination}: no folder {folder} for the sqlite store")
-
-
-def preimport(destinations: Iterable[Destination]) -> None:
-    """Import the sinks of ``destinations`` in a background thread (this process opens them later, while it waits)."""
-    modules = sorted({SINK_MODULES[d.sink] for d in destinations})
-    if not modules:
-        return
-
-    def load() -> None:
-        for module in modules:
-            with suppress(ImportError):  # open_tracker names a missing package when it is used
-                importlib.import_module(module)
-
-    threading.Thread(target=load, daemon=True, name="driftbench-trackers").start()
 
 
 class Feed:
@@ -176,7 +160,8 @@ class Feed:
                 fresh.append(tracker)
         if not fresh:
             return []
-        summary = read_summary(folder / SUMMARY)
+        summary = read_records([folder])[0].summary
+        assert summary is not None  # push is given complete records
         rows = [RoundRow(**row) for row in read_rounds(folder / ROUNDS).to_dict("records")]
         events = read_events(folder / EVENTS).to_dict("records")
         feed = Feed(fresh, self.identity, self.drift)
@@ -184,21 +169,6 @@ class Feed:
         feed.finish(summary, rows, events)
         self.trackers = [t for t in self.trackers if t not in fresh or t in feed.trackers]  # those that raised: dropped
         return [t.sink for t in feed.trackers]
-
-    def amend(self, before: Summary, after: Summary) -> None:
-        """Add to each finished log the numbers the summary ``after`` holds beyond ``before``, and its tags (a time to
-        accuracy set once all runs ended). A tracker without a finished log of the run (it failed, and said so) is left."""
-        old, new = as_json(asdict(before)), as_json(asdict(after))
-        logged = set(summary_scalars(old, last_round(old)))
-        scalars = [s for s in summary_scalars(new, last_round(new)) if s not in logged]
-
-        def add(tracker: Tracker) -> None:
-            if tracker.recorded(self.identity):
-                tracker.reopen(self.identity)
-                tracker.log(scalars, summary_tags(new))
-                tracker.close()
-
-        self.each(add)
 
     def retag(self, tracker: Tracker) -> None:
         """Give the tracker's finished log of the run the identity's tags."""

@@ -28,8 +28,7 @@ from driftbench.evaluation.leaderboard import (
 from driftbench.evaluation.plots import CAPTIONS
 from driftbench.evaluation.scorecard_view import DRIFT_GLOSSARY
 from driftbench.record.metrics import speedup
-from driftbench.record.runs import find_runs
-from driftbench.record.schema import read_summary
+from driftbench.record.runs import find_runs, read_records
 from driftbench.record.summarize import summary_tta
 from driftbench.runner import Execution, Request, plan_jobs, run_here
 
@@ -68,7 +67,9 @@ def board(runs, tmp_path_factory):
 
 
 def summary(runs, method, seed):
-    return read_summary(runs / "label-swap" / method / f"seed{seed}/summary.json")
+    """The run's summary as readers see it, its time to FedAvg's target derived (``read_records``)."""
+    [record] = read_records([runs / "label-swap" / method / f"seed{seed}"])
+    return record.summary
 
 
 def test_rows_rank_methods_by_mean_accuracy_over_seeds(runs, board):

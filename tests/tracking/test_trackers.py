@@ -20,6 +20,7 @@ from tensorboard.backend.event_processing.event_accumulator import SCALARS, Even
 
 from driftbench.cli import main
 from driftbench.record.files import VOLATILE_CONFIG, WALL_CLOCK_FIELDS
+from driftbench.record.runs import find_runs
 from driftbench.record.schema import ROUND_COLUMNS
 from driftbench.scheduler import Checkpointing
 from driftbench.scheduler import run as run_spec
@@ -42,7 +43,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory, store):
-    """The main job shrunk, run with --log tensorboard --log mlflow (pool workers, amended time to accuracy)."""
+    """The main job shrunk, run with --log tensorboard --log mlflow (pool workers)."""
     root = tmp_path_factory.mktemp("live")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)  # MLflow puts an experiment's artifacts under ./mlruns
@@ -130,7 +131,9 @@ def test_run_logs_every_number_of_the_record_to_tensorboard_and_mlflow(live, sto
         assert params["trace_hash"] == config["trace"]["hash"] and params["commit"] == config["git_revision"]
         shown = {f"method.{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config["method"]["params"].items()}
         assert shown and shown.items() <= params.items()
-        assert run.data.tags["time_to_accuracy.outcome"] == summary["time_to_accuracy"]["outcome"]  # set once FedAvg ran
+        own = summary["time_to_accuracy"]  # FedAvg's own; the others' is derived on reading, after their runs ended
+        assert (own is None) == (method != "fedavg")
+        assert run.data.tags.get("time_to_accuracy.outcome") == (own and own["outcome"])
         scorecard = Path(run.info.artifact_uri.removeprefix("file://")) / "scorecard.json"
         assert json.loads(scorecard.read_text()) == summary["scorecard"]
     assert "events/recluster_global" in record_scalars(live / "runs/openimage-buckets/fielding/seed0")
@@ -144,13 +147,21 @@ def test_export_logs_what_the_live_run_logged_and_a_second_export_adds_nothing(l
         assert capsys.readouterr().out.endswith(": 6 runs logged, 0 already there, 0 incomplete (skipped), 0 failed\n")
     exported, logged = mlflow_runs(store, "export"), mlflow_runs(store, "live")
     assert sorted(exported) == sorted(logged)
+    derived = {f"openimage-buckets/{r.method}/seed0": r.summary.time_to_accuracy for r in find_runs(live / "runs")}
     for name, run in exported.items():
-        assert tensorboard_scalars(live / "exported" / name) == tensorboard_scalars(live / "tensorboard" / name)
-        assert mlflow_scalars(store, run) == mlflow_scalars(store, logged[name])
-        assert run.data.params == logged[name].data.params
-        assert {k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.")} == {
-            k: v for k, v in logged[name].data.tags.items() if not k.startswith("mlflow.")
+        live_scalars, more = tensorboard_scalars(live / "tensorboard" / name), tensorboard_scalars(live / "exported" / name)
+        added = {tag: values for tag, values in more.items() if tag not in live_scalars}
+        assert {tag: more[tag] for tag in live_scalars} == live_scalars  # what the live run logged, and
+        assert bool(added) == (not name.endswith("/fedavg/seed0"))  # the time to FedAvg's target the export derives
+        assert all(tag.startswith("summary/time_to_accuracy.") for tag in added)
+        assert mlflow_scalars(store, run) == {
+            **mlflow_scalars(store, logged[name]),
+            **{t: mlflow_scalars(store, run)[t] for t in added},
         }
+        assert run.data.params == logged[name].data.params
+        tags, before = ({k: v for k, v in r.data.tags.items() if not k.startswith("mlflow.")} for r in (run, logged[name]))
+        assert {k: tags[k] for k in before} == before and all(k.startswith("time_to_accuracy.") for k in tags.keys() - before)
+        assert tags["time_to_accuracy.outcome"] == derived[name].outcome
     files = sorted(p.name for p in (live / "exported").rglob("events.out.tfevents.*"))
     ids = sorted(run.info.run_id for run in exported.values())
     for sink in ("tensorboard=exported", f"mlflow={store}"):
