@@ -83,17 +83,27 @@ def toml_value(text: str, where: str) -> Any:
         ) from None
 
 
-def flat_sets(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """A TOML table of overrides as ``--set`` strings: ``train.lr = 0.1`` becomes ``{"train.lr": "0.1"}``."""
-    out: dict[str, str] = {}
+def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested table as ``prefix + dotted.key`` entries; lists and other values stay as they are."""
+    out: dict[str, Any] = {}
     for key, value in table.items():
-        if isinstance(value, dict):
-            out.update(flat_sets(value, f"{prefix}{key}."))
-        elif isinstance(value, list):
-            out[prefix + key] = ",".join(str(v) for v in value)
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{prefix}{key}."))
         else:
-            out[prefix + key] = str(value).lower() if isinstance(value, bool) else str(value)
+            out[prefix + key] = value
     return out
+
+
+def flat_sets(table: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """A TOML table of overrides as ``--set`` strings: ``train.lr = 0.1`` becomes ``{"train.lr": "0.1"}``."""
+    return {key: set_text(value) for key, value in flatten(table, prefix).items()}
+
+
+def set_text(value: Any) -> str:
+    """A TOML value as a ``--set`` string: a list comma-separated, a boolean lower-case."""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _field_type(cls: type, field: dataclasses.Field[Any]) -> Any:

@@ -8,11 +8,10 @@ the scorecard is the artifact ``scorecard.json``. MLflow's usage telemetry is of
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +21,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 from mlflow import MlflowClient  # noqa: E402  (after the telemetry switch, which mlflow reads on import)
 from mlflow.entities import Metric, Param, Run, RunTag  # noqa: E402
 
+from driftbench.locks import flocked  # noqa: E402
 from driftbench.tracking.destinations import SQLITE, Destination  # noqa: E402
 from driftbench.tracking.values import KEY_TAG, Identity, Scalar, summary_tags  # noqa: E402
 
@@ -113,7 +113,10 @@ TRACKER = MlflowTracker  # the class driftbench.tracking.feed.open_tracker makes
 def opened(uri: str, experiment: str) -> tuple[MlflowClient, str]:
     """The store's client and the experiment's id (created if missing), opened once per process: opening a store
     costs about 0.25 s of CPU, a run's whole log about 0.1 s."""
-    with store_lock(uri):  # the first process to open a new store creates its tables and experiment
+    # Pool workers open one store at once; MLflow creates a new store's tables in each process that finds them
+    # missing, and two at a time collide: the first process to open a new sqlite store creates them under a flock.
+    sqlite = uri.startswith(SQLITE)
+    with flocked(Path(uri.removeprefix(SQLITE)).parent) if sqlite else nullcontext():
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)
         return client, client.create_experiment(experiment) if found is None else found.experiment_id
@@ -129,21 +132,3 @@ def absolute(uri: str) -> str:
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
     """``items`` in consecutive pieces of at most ``size``."""
     return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-@contextmanager
-def store_lock(uri: str) -> Iterator[None]:
-    """An exclusive ``flock`` of an sqlite store's folder while the block runs (no lock for other stores).
-
-    Pool workers open one store at once; MLflow creates a new store's tables in each process that finds
-    them missing, and two at a time collide.
-    """
-    if not uri.startswith(SQLITE):
-        yield
-        return
-    folder = os.open(Path(uri.removeprefix(SQLITE)).parent, os.O_RDONLY)
-    try:
-        fcntl.flock(folder, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(folder)  # closing releases the lock

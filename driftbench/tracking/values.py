@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from driftbench.config import flatten
 from driftbench.record.files import config_digest, run_label
 from driftbench.record.schema import ROUND_COLUMNS
 
@@ -66,9 +67,9 @@ def identity(config: Mapping[str, Any], folder: Path, root: str = "", tags: Iter
         "data_seed": config.get("data_seed"),
         "rounds": config["rounds"],
         "commit": config.get("git_revision"),
-        **flat(trace.get("params", {}), "trace."),
-        **flat(method.get("params", {}), "method."),
-        **flat(config.get("train", {}), "train."),
+        **flatten(trace.get("params", {}), "trace."),
+        **flatten(method.get("params", {}), "method."),
+        **flatten(config.get("train", {}), "train."),
     }
     return Identity(
         name=name,
@@ -77,17 +78,6 @@ def identity(config: Mapping[str, Any], folder: Path, root: str = "", tags: Iter
         params={k: v if isinstance(v, str) else json.dumps(v) for k, v in params.items()},
         tags={KEY_TAG: config_digest(dict(config)), RECORD_TAG: str(folder), **dict(tags)},
     )
-
-
-def flat(table: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """A nested table as ``prefix + dotted.key`` entries; lists stay values."""
-    out: dict[str, Any] = {}
-    for key, value in table.items():
-        if isinstance(value, Mapping):
-            out.update(flat(value, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = value
-    return out
 
 
 def round_scalars(rows: Iterable[Mapping[str, Any]]) -> list[Scalar]:
@@ -117,14 +107,14 @@ def summary_scalars(summary: Mapping[str, Any], step: int) -> list[Scalar]:
     """``summary/<field>``: every number of summary.json outside its lists and identity, at ``step``."""
     return [
         Scalar(f"summary/{key}", step, float(value))
-        for key, value in flat(summary, "").items()
+        for key, value in flatten(summary, "").items()
         if key not in SUMMARY_IDENTITY and isinstance(value, (int, float)) and not isinstance(value, bool)
     ]
 
 
 def summary_tags(summary: Mapping[str, Any]) -> dict[str, str]:
     """Every string of summary.json outside its lists and identity (``status``, ``time_to_accuracy.outcome``, ...)."""
-    return {k: v for k, v in flat(summary, "").items() if k not in SUMMARY_IDENTITY and isinstance(v, str)}
+    return {k: v for k, v in flatten(summary, "").items() if k not in SUMMARY_IDENTITY and isinstance(v, str)}
 
 
 def last_round(summary: Mapping[str, Any]) -> int:
