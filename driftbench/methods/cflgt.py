@@ -31,8 +31,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from driftbench.config import require
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import relabel, remix_models
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan
 
 log = logging.getLogger("driftbench")
 AP_MAX_ITER = 1000
