@@ -48,7 +48,7 @@ from driftbench.scheduler.spec import RunSpec, run_config
 from driftbench.traces.model import ClientStream
 
 BATCH_STREAM, METHOD_STREAM, NEWCOMER_STREAM = 1, 2, 3  # independent RNG streams derived from (seed, stream, round)
-log = logging.getLogger("driftbench")
+log = logging.getLogger(__name__)
 
 
 class RunInterrupted(RunError):
