@@ -15,8 +15,9 @@ from typing import Any
 import pandas as pd
 
 from driftbench.errors import RunError
-from driftbench.methods.base import Method, Plan
+from driftbench.methods.base import Method
 from driftbench.methods.catalog import MethodSpec
+from driftbench.methods.rounds import Plan
 from driftbench.record.files import ROUNDS, run_dir
 from driftbench.scheduler import Checkpointing, RunSpec, run
 from driftbench.scheduler.checkpoint import method_state

@@ -7,8 +7,10 @@ from driftbench.config import read_toml
 from driftbench.contracts import TINY_GENERATOR, RecordedSpec, assert_keeps_contract, tiny_spec
 from driftbench.data import SOURCES, load_pool
 from driftbench.methods import catalog as method_catalog
-from driftbench.methods.base import FLOAT_BYTES, Method, Plan, ProxParams
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
+from driftbench.methods.queries import FLOAT_BYTES
+from driftbench.methods.rounds import Plan
 from driftbench.scheduler import RunSpec, run
 from driftbench.traces.catalog import generate
 from driftbench.traces.generators import GENERATORS

@@ -236,7 +236,7 @@ def test_check_method_runs_the_contract_on_a_plugin_method(plugin_state, tmp_pat
     assert main(["check-method", "all-e", "--plugins", str(folder)]) == 0
     assert "check-method all-e: keeps the method contract" in capsys.readouterr().out
     lazy = PLUGIN_METHOD.replace("return self.uniform_plan(rng)", "return Plan(np.zeros(0, int), np.zeros(0, int))")
-    lazy = "import numpy as np\nfrom driftbench.methods.base import Plan\n" + lazy
+    lazy = "import numpy as np\nfrom driftbench.methods.rounds import Plan\n" + lazy
     folder = plugin_folder(tmp_path, "f", method=lazy)
     assert main(["check-method", "all-f", "--plugins", str(folder)]) == 1
     assert "  - no client trained in any round" in capsys.readouterr().out

@@ -6,8 +6,10 @@ import torch
 
 from driftbench.contracts import RecordedSpec, tiny_spec
 from driftbench.errors import RunError
-from driftbench.methods.base import FLOAT_BYTES, Method, Phase, Plan, ProxParams, RunContext
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.catalog import IMPLEMENTATIONS
+from driftbench.methods.queries import FLOAT_BYTES
+from driftbench.methods.rounds import Phase, Plan, RunContext
 from driftbench.scheduler import Checkpointing, RunSpec, run
 from driftbench.scheduler.clients import class_balanced
 from driftbench.traces.catalog import generate

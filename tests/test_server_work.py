@@ -12,9 +12,10 @@ from sklearn.cluster import KMeans
 
 from driftbench.engine.clock import SERVER_FLOPS_PER_SECOND, client_profiles
 from driftbench.methods import server_work as work
-from driftbench.methods.base import Plan, RoundTraffic
 from driftbench.methods.catalog import IMPLEMENTATIONS, MethodSpec
 from driftbench.methods.clustering import kmeans
+from driftbench.methods.queries import RoundTraffic
+from driftbench.methods.rounds import Plan
 from driftbench.record.files import WALL_CLOCK_FIELDS
 from driftbench.scheduler import RunSpec, run
 from driftbench.scheduler.clock import RunClock

@@ -12,9 +12,9 @@ import numpy as np
 import torch
 
 from driftbench.config import require
-from driftbench.methods.base import RunContext
 from driftbench.methods.clustering import kernel_device, kmeans
 from driftbench.methods.fielding import Fielding, FieldingParams
+from driftbench.methods.rounds import RunContext
 from driftbench.train_config import TrainConfig
 
 # FIELDING appendix C: 5,078 clients x 100 labels; k-means n = 100,000, d = 10,000, k = 10 single-threaded

@@ -26,7 +26,7 @@ def add_parser(sub: Subparsers) -> None:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     """``driftbench leaderboard``."""
-    from driftbench.evaluation.leaderboard import write_leaderboard
+    from driftbench.evaluation.leaderboard.write import write_leaderboard
     from driftbench.reproduce.report import REPORT_FILES, read_report, report_section
 
     claims = args.runs / REPORT_FILES[1]

@@ -27,7 +27,7 @@ from driftbench.train_config import TrainConfig
 
 Params = dict[str, torch.Tensor]
 CACHE_BYTES = 4 << 20  # a CPU chunk's parameters and momentum buffers: within the 2-core machine's L2 and its L3 share
-log = logging.getLogger("driftbench")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, RunContext, TrainResult
+from driftbench.methods.base import Method
 from driftbench.methods.clustering import ClusterCountParams, flat_updates, kmeans_of_few
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan, RunContext, TrainResult
 
 
 class Auxo(Method):

@@ -21,9 +21,11 @@ from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.config import require
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, TrainResult
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import flat_updates
 from driftbench.methods.events import clusters_in_use
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan, RunContext, TrainResult
 
 
 @dataclass(frozen=True)

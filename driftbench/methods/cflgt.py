@@ -31,10 +31,12 @@ from sklearn.exceptions import ConvergenceWarning
 
 from driftbench.config import require
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import relabel, remix_models
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan
 
-log = logging.getLogger("driftbench")
+log = logging.getLogger(__name__)
 AP_MAX_ITER = 1000
 AP_CONVERGENCE_ITER = 100
 AP_DAMPING = 0.9

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams
+from driftbench.methods.base import Method, ProxParams
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan
 
 
 class FedAvg(Method):

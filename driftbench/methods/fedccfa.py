@@ -59,17 +59,10 @@ from driftbench.config import require
 from driftbench.engine.batched import Params as NamedTensors  # in the class body below, Params names the parameter dataclass
 from driftbench.engine.features import FeaturePenalty
 from driftbench.methods import server_work as work
-from driftbench.methods.base import (
-    ClientQueries,
-    Method,
-    Phase,
-    Plan,
-    ProxParams,
-    RunContext,
-    TrainResult,
-    replicate,
-    sample_participants,
-)
+from driftbench.methods.bank import replicate
+from driftbench.methods.base import Method, ProxParams
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Phase, Plan, RunContext, TrainResult, sample_participants
 
 POSITIVE = ("clf_epochs", "rep_epochs", "balanced_epochs", "clf_lr", "rep_lr", "balanced_clf_lr", "gamma", "temperature")
 OUTSIDE = -1e4  # logit of a class without an anchor: exp() underflows to 0, unlike -inf it cannot make a NaN gradient

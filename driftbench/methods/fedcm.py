@@ -28,17 +28,11 @@ from sklearn.metrics.pairwise import cosine_similarity
 from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.engine.batched import Params as NamedTensors  # in the class body below, Params names the parameter dataclass
 from driftbench.methods import server_work as work
-from driftbench.methods.base import (
-    ClientQueries,
-    Method,
-    Plan,
-    ProxParams,
-    RunContext,
-    TrainResult,
-    cluster_average,
-    replicate,
-)
+from driftbench.methods.bank import cluster_average, replicate
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import flat_updates, kmeans, relabel, unit_vectors
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan, RunContext, TrainResult
 
 CLUSTERINGS = ("modularity", "kmeans", "hierarchical")
 PERSONAL = ("shared", "local")  # where the personalized layer lives: in the cluster's model, or on each client (FedPer)

@@ -48,18 +48,8 @@ import torch
 from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.engine.batched import Params as NamedTensors  # in the class bodies below, Params names the parameter dataclass
 from driftbench.methods import server_work as work
-from driftbench.methods.base import (
-    ClientQueries,
-    Method,
-    Plan,
-    ProxParams,
-    RunContext,
-    TrainResult,
-    bank_rows,
-    cluster_average,
-    replicate,
-    sample_participants,
-)
+from driftbench.methods.bank import bank_rows, cluster_average, replicate
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.dual_encoder import complementarity, encoder_halves, owner_masks, top_sources
 from driftbench.methods.feddag_similarity import (
     class_angles,
@@ -76,6 +66,8 @@ from driftbench.methods.feddag_similarity import (
     shifted,
     split_subspaces,
 )
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan, RunContext, TrainResult, sample_participants
 
 PRIMARY, SECONDARY, CLASSIFIER = 0, 1, 2  # owners of parameter entries in the dual encoder
 SPARSE_STREAM, FUSION_STREAM = 11, 12  # RNG streams derived from the run seed

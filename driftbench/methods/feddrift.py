@@ -11,9 +11,12 @@ from scipy.spatial.distance import squareform
 
 from driftbench.config import require
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, RunContext, replicate
+from driftbench.methods.bank import replicate
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import remix_models
 from driftbench.methods.events import clusters_in_use
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan, RunContext
 
 
 @dataclass(frozen=True)

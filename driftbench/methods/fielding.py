@@ -9,7 +9,8 @@ import torch
 
 from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
+from driftbench.methods.bank import replicate
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import (
     KERNEL_CHUNK,
     any_cluster_wider_than,
@@ -22,6 +23,8 @@ from driftbench.methods.clustering import (
     remix_models,
     unit_vectors,
 )
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan
 
 REPRESENTATIONS = ("label", "embedding", "gradient")
 TRIGGERS = ("diameter", "center_shift", "every_drift")

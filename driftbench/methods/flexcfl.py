@@ -19,8 +19,11 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.metrics.pairwise import cosine_similarity
 
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, TrainResult, replicate
+from driftbench.methods.bank import replicate
+from driftbench.methods.base import Method
 from driftbench.methods.clustering import ClusterCountParams, flat_updates, unit_vectors
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan, TrainResult
 
 
 class FlexCFL(Method):

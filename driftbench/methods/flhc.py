@@ -26,8 +26,10 @@ from sklearn.cluster import AgglomerativeClustering
 
 from driftbench.config import require
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, TrainResult
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import flat_updates, kmeans, relabel, remix_models
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan, TrainResult
 
 CLUSTERERS = ("hierarchical", "kmeans")
 LINKAGES = ("ward", "complete", "average", "single")

@@ -8,8 +8,10 @@ import numpy as np
 
 from driftbench.config import require
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, sample_participants
+from driftbench.methods.base import Method
 from driftbench.methods.clustering import ClusterCountParams, independent_inits
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan, sample_participants
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,10 @@ from sklearn.metrics import silhouette_score
 from driftbench.config import RECORDED_WHEN_SET, require
 from driftbench.engine.batched import Params
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Phase, Plan, ProxParams, RunContext, TrainResult, sample_participants
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import as_kernel_tensor, relabel, remix_models
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Phase, Plan, RunContext, TrainResult, sample_participants
 
 RATIO_STREAM = 21  # RNG stream (with the run seed) of the clients' pruning ratios
 CLUSTER_RANGE = (2, 10)  # K searched by silhouette when ``clusters`` = 0

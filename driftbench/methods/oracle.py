@@ -6,7 +6,10 @@ import numpy as np
 import torch
 
 from driftbench.errors import RunError
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
+from driftbench.methods.bank import replicate
+from driftbench.methods.base import Method, ProxParams
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan
 
 
 class Oracle(Method):

@@ -23,8 +23,11 @@ from sklearn.cluster import AgglomerativeClustering
 from driftbench.config import require
 from driftbench.engine.batched import Params as NamedTensors  # in the class body, Params names the parameter dataclass
 from driftbench.methods import server_work as work
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, bank_rows, replicate
+from driftbench.methods.bank import bank_rows, replicate
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import kernel_device, principal_vectors, smallest_principal_angles
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from driftbench.config import require
-from driftbench.methods.base import ClientQueries, Method, Plan, ProxParams, replicate
+from driftbench.methods.bank import replicate
+from driftbench.methods.base import Method, ProxParams
 from driftbench.methods.clustering import kmeans_by_silhouette
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from driftbench.engine.evaluate import (
     per_client_mean,
 )
 from driftbench.engine.precision import evaluation
-from driftbench.methods.base import Method, Phase
+from driftbench.methods.base import Method
+from driftbench.methods.rounds import Phase
 from driftbench.traces.model import ClientStream
 from driftbench.train_config import TrainConfig
 

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from driftbench.engine.clock import ClientProfiles, client_seconds, compute_seconds, round_seconds, server_seconds
-from driftbench.methods.base import FLOAT_BYTES, Overhead, Plan, RoundTraffic
+from driftbench.methods.queries import FLOAT_BYTES, Overhead, RoundTraffic
+from driftbench.methods.rounds import Plan
 
 
 @dataclass

@@ -23,17 +23,10 @@ from driftbench.engine.device_data import DevicePool, resolve_device
 from driftbench.engine.features import classifier_name
 from driftbench.engine.models import build_model, forward_flops
 from driftbench.errors import RunError, RunLocked, WriteError
-from driftbench.methods.base import (
-    ClientQueries,
-    Overhead,
-    Phase,
-    Plan,
-    RoundTraffic,
-    RunContext,
-    TrainResult,
-    bank_rows,
-)
+from driftbench.methods.bank import bank_rows
 from driftbench.methods.events import EventLog, clusters_in_use
+from driftbench.methods.queries import ClientQueries, Overhead, RoundTraffic
+from driftbench.methods.rounds import Phase, Plan, RunContext, TrainResult
 from driftbench.methods.server_work import counting
 from driftbench.record.files import run_dir
 from driftbench.record.metrics import (
@@ -55,7 +48,7 @@ from driftbench.scheduler.spec import RunSpec, run_config
 from driftbench.traces.model import ClientStream
 
 BATCH_STREAM, METHOD_STREAM, NEWCOMER_STREAM = 1, 2, 3  # independent RNG streams derived from (seed, stream, round)
-log = logging.getLogger("driftbench")
+log = logging.getLogger(__name__)
 
 
 class RunInterrupted(RunError):

@@ -39,7 +39,7 @@ from driftbench.scheduler import checkpoint
 from driftbench.tracking.destinations import NO_TRACKING, Tracking
 from driftbench.tracking.feed import Feed
 
-log = logging.getLogger("driftbench")
+log = logging.getLogger(__name__)
 
 
 class Recorder:

@@ -8,7 +8,7 @@ import numpy as np
 
 from driftbench.engine.device_data import LocalWork
 from driftbench.engine.evaluate import per_client_mean, per_sample
-from driftbench.methods.base import Plan
+from driftbench.methods.rounds import Plan
 from driftbench.record.schema import Scorecard
 from driftbench.record.scorecard import column_means, reactions_of, scorecard, segment_ends, segment_starts
 from driftbench.scheduler.clients import RoundClients

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 from driftbench.cli import main
-from driftbench.evaluation.leaderboard import (
+from driftbench.evaluation.leaderboard.gather import reached_at_first_evaluation
+from driftbench.evaluation.leaderboard.write import (
     GLOSSARY,
     HEADERS,
     HEADLINE,
-    reached_at_first_evaluation,
     reached_text,
     readable,
     seconds,
@@ -118,8 +118,7 @@ def test_reached_counts_the_seeds_that_reached_the_target_at_their_first_evaluat
     first = int(record.rounds()["round"].iloc[0])
     for rounds, outcome, expected in ((first, "reached", True), (first + 1, "reached", False), (None, "not_reached", False)):
         tta = replace(record.summary.time_to_accuracy, rounds=rounds, outcome=outcome)
-        moved = replace(record, summary=replace(record.summary, time_to_accuracy=tta))
-        assert reached_at_first_evaluation(moved) is expected
+        assert reached_at_first_evaluation(record, tta) is expected
         assert reached_text({"tta_runs": 1, "tta_reached": 1, "tta_not_distinguishable": 0, "tta_first_evaluation": 1}) == (
             "1/1 (1 at 1st eval)"
         )

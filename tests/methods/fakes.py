@@ -5,7 +5,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from driftbench.methods.base import ClientQueries, Method, Overhead, Plan, ProxParams, RunContext
+from driftbench.methods.base import Method, ProxParams
+from driftbench.methods.queries import ClientQueries, Overhead
+from driftbench.methods.rounds import Plan, RunContext
 from driftbench.train_config import TrainConfig
 
 

@@ -10,8 +10,8 @@ import torch
 
 from driftbench.errors import ConfigError
 from driftbench.methods.aggregators import STRATEGIES, flower_average, remix_state
-from driftbench.methods.base import Plan, TrainResult
 from driftbench.methods.catalog import load_method
+from driftbench.methods.rounds import Plan, TrainResult
 from driftbench.record.files import WALL_CLOCK_FIELDS
 from driftbench.record.schema import ROUND_COLUMNS
 from driftbench.scheduler import Checkpointing, RunSpec, Scheduler, checkpoint, run

@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
-from driftbench.methods.base import Plan, TrainResult
 from driftbench.methods.catalog import load_method
+from driftbench.methods.rounds import Plan, TrainResult
 from tests.methods.fakes import ScriptedClients, context, events, id_text, queries
 
 

@@ -6,10 +6,12 @@ import torch
 
 from driftbench.errors import ConfigError, RunError
 from driftbench.methods import server_work
-from driftbench.methods.base import ClientQueries, Overhead, RoundTraffic, RunContext, cluster_average, sample_participants
+from driftbench.methods.bank import cluster_average
 from driftbench.methods.catalog import load_method
 from driftbench.methods.clustering import kmeans_by_silhouette
 from driftbench.methods.events import EventLog
+from driftbench.methods.queries import ClientQueries, Overhead, RoundTraffic
+from driftbench.methods.rounds import RunContext, sample_participants
 from driftbench.train_config import TrainConfig
 from tests.methods.fakes import events
 
@@ -126,7 +128,7 @@ class SlowClients:
 
 def test_queries_time_client_answers_and_keep_them_off_the_servers_count(monkeypatch):
     clock = [100.0]
-    monkeypatch.setattr("driftbench.methods.base.time.perf_counter", lambda: clock[0])
+    monkeypatch.setattr("driftbench.methods.queries.time.perf_counter", lambda: clock[0])
     q = ClientQueries(np.arange(0), SlowClients(clock, 2.5), 100, Overhead())
     with server_work.counting() as counter:
         q.gradients(np.array([0, 1]), 0)

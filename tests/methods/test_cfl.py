@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.methods.base import Overhead, Plan, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.cfl import bipartition, should_split, similarities, update_norms
+from driftbench.methods.queries import Overhead
+from driftbench.methods.rounds import Plan, TrainResult
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
 

@@ -10,9 +10,10 @@ import torch.nn.functional as F
 from driftbench.cli import main
 from driftbench.errors import ConfigError
 from driftbench.methods import cflgt
-from driftbench.methods.base import ClientQueries, Overhead, RunContext
 from driftbench.methods.catalog import load_method
 from driftbench.methods.cflgt import affinity_clusters, class_forces, trajectory, trajectory_distances
+from driftbench.methods.queries import ClientQueries, Overhead
+from driftbench.methods.rounds import RunContext
 from driftbench.train_config import TrainConfig
 from tests.methods.fakes import events
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from driftbench.cli import main
-from driftbench.methods.base import FLOAT_BYTES
+from driftbench.methods.queries import FLOAT_BYTES
 from driftbench.traces.catalog import resolve
 
 METHODS = ("fielding", "ifca", "flexcfl", "pacfl", "cfl", "auxo", "feddrift")

@@ -10,7 +10,6 @@ from sklearn.metrics import adjusted_rand_score
 
 from driftbench.cli import main
 from driftbench.errors import ConfigError
-from driftbench.methods.base import Plan, RunContext, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.fedcm import (
     FedCMParams,
@@ -21,6 +20,7 @@ from driftbench.methods.fedcm import (
     similarity_graph,
     table2_clustering,
 )
+from driftbench.methods.rounds import Plan, RunContext, TrainResult
 from driftbench.train_config import TrainConfig
 from tests.methods.fakes import events
 

@@ -9,7 +9,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from driftbench.cli import main
 from driftbench.engine.models import build_model
-from driftbench.methods.base import replicate
+from driftbench.methods.bank import replicate
 from driftbench.methods.catalog import load_method
 from driftbench.methods.dual_encoder import complementarity, encoder_halves, owner_masks, rarity_ranks, top_sources
 from driftbench.methods.feddag_similarity import (

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from driftbench.methods.base import Overhead, replicate
+from driftbench.methods.bank import replicate
 from driftbench.methods.catalog import load_method
 from driftbench.methods.feddrift import loss_distance
+from driftbench.methods.queries import Overhead
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
 

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from driftbench.errors import ConfigError
-from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.fielding import next_delta
+from driftbench.methods.queries import Overhead
 from tests.methods.fakes import ScriptedClients, context, events, id_text, queries
 
 # two tight groups of label distributions over 3 classes

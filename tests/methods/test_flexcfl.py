@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.flexcfl import decomposed_groups
+from driftbench.methods.queries import Overhead
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
 PLANTED = np.array([[1, 0.1, 0, 0], [1, -0.1, 0, 0], [0.9, 0, 0.1, 0], [0, 0, 1, 0.1], [0, 0.1, 1, 0], [0, 0, 0.9, -0.1]])

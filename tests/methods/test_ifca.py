@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from driftbench.errors import ConfigError
-from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.ifca import best_models
+from driftbench.methods.queries import Overhead
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
 

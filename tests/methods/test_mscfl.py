@@ -8,7 +8,6 @@ import torch
 
 from driftbench.cli import main
 from driftbench.errors import ConfigError
-from driftbench.methods.base import Overhead, RunContext, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.mscfl import (
     count_target,
@@ -20,6 +19,8 @@ from driftbench.methods.mscfl import (
     structure_clusters,
     structure_similarity,
 )
+from driftbench.methods.queries import Overhead
+from driftbench.methods.rounds import RunContext, TrainResult
 from driftbench.methods.server_work import counting
 from driftbench.train_config import TrainConfig
 from tests.methods.fakes import ScriptedClients, events, queries

@@ -5,10 +5,10 @@ import pytest
 import torch
 from scipy.linalg import subspace_angles
 
-from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
 from driftbench.methods.clustering import smallest_principal_angles
 from driftbench.methods.pacfl import angle_clusters
+from driftbench.methods.queries import Overhead
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
 

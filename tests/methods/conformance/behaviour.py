@@ -20,8 +20,10 @@ import torch
 from sklearn.metrics import adjusted_rand_score
 
 from driftbench.engine.batched import Params
-from driftbench.methods.base import ClientQueries, Method, TrainResult
+from driftbench.methods.base import Method
 from driftbench.methods.catalog import MethodSpec, load_method
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import TrainResult
 from driftbench.record.files import DIAGNOSTICS, EVENTS, ROUNDS, run_dir
 from driftbench.record.schema import Summary, read_diagnostics, read_events, read_rounds
 from driftbench.scheduler import Checkpointing, RunSpec, run

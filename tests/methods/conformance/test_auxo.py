@@ -16,8 +16,8 @@ Clients 6 and 7 were not selected and keep their cohorts.
 import numpy as np
 import torch
 
-from driftbench.methods.base import Plan, TrainResult
 from driftbench.methods.catalog import load_method
+from driftbench.methods.rounds import Plan, TrainResult
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
 E1, E2 = np.eye(2)

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.methods.base import Plan, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.cfl import bipartition, cross_similarity, similarities
+from driftbench.methods.rounds import Plan, TrainResult
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
 EPS1, EPS2 = 0.4, 1.0

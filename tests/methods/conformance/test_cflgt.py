@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.methods.base import ClientQueries, Overhead, RunContext
 from driftbench.methods.catalog import load_method
 from driftbench.methods.cflgt import trajectory_distances
+from driftbench.methods.queries import ClientQueries, Overhead
+from driftbench.methods.rounds import RunContext
 from driftbench.train_config import TrainConfig
 
 GROUPS, PER_GROUP, CLASSES, DIM = 5, 20, 10, 6

@@ -19,9 +19,9 @@ from driftbench.engine.device_data import DevicePool, LocalWork, batch_plan
 from driftbench.engine.features import FeaturePenalty, classifier_name
 from driftbench.engine.models import build_model
 from driftbench.engine.reference import train_sequential
-from driftbench.methods.base import RunContext, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.fedccfa import contrastive_alignment, label_clusters, madd, prototypes
+from driftbench.methods.rounds import RunContext, TrainResult
 from driftbench.train_config import TrainConfig
 from tests.methods.fakes import ScriptedClients, queries
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.methods.base import Plan, RunContext, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.fedcm import cluster_cosines, migrations, modularity_local_moves, path_similarity, similarity_graph
+from driftbench.methods.rounds import Plan, RunContext, TrainResult
 from driftbench.train_config import TrainConfig
 
 # Gradient paths (Eq. 2-3) of four clients, T = 2 local steps x 2 personal-layer numbers, flattened step by step.

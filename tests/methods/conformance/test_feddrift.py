@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.methods.base import replicate
+from driftbench.methods.bank import replicate
 from driftbench.methods.catalog import load_method
 from tests.methods.fakes import ScriptedClients, context, events, queries
 

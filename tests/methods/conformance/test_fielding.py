@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.methods.base import Overhead
 from driftbench.methods.catalog import load_method
+from driftbench.methods.queries import Overhead
 from tests.methods.fakes import ScriptedClients, context, queries
 
 A, B = [4.0, 0.0, 0.0], [0.0, 0.0, 4.0]

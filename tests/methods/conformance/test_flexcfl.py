@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.methods.base import Plan, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.flexcfl import decomposed_groups
+from driftbench.methods.rounds import Plan, TrainResult
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
 NORMS = np.array([1.0, 10.0, 100.0])

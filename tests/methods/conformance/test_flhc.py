@@ -33,8 +33,8 @@ import pytest
 import torch
 
 from driftbench.errors import ConfigError
-from driftbench.methods.base import TrainResult
 from driftbench.methods.catalog import load_method
+from driftbench.methods.rounds import TrainResult
 from tests.methods.fakes import ScriptedClients, context, events, queries
 
 LINE = np.array([0.0, 0.2, 3.0, 3.2, 10.0])  # the threshold case

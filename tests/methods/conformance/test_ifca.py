@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.methods.base import TrainResult
 from driftbench.methods.catalog import load_method
+from driftbench.methods.rounds import TrainResult
 from tests.methods.fakes import ScriptedClients, context, queries
 
 CENTERS = np.array([1.0, 2.0, 9.0, 8.0, 4.9, 5.1])

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from driftbench.methods.base import Plan, TrainResult
 from driftbench.methods.catalog import load_method
 from driftbench.methods.mscfl import hamming_distances, inconsistent, mask_bits, structure_similarity
+from driftbench.methods.rounds import Plan, TrainResult
 from tests.methods.fakes import context
 
 

@@ -16,7 +16,9 @@ import torch
 
 from driftbench.config import require
 from driftbench.methods import server_work
-from driftbench.methods.base import ClientQueries, Method, Plan, sample_participants
+from driftbench.methods.base import Method
+from driftbench.methods.queries import ClientQueries
+from driftbench.methods.rounds import Plan, sample_participants
 
 
 @dataclass(frozen=True)

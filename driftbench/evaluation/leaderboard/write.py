@@ -1,22 +1,9 @@
-"""The leaderboard over a runs folder: per trace, methods ranked by final accuracy (mean and std over seeds).
-
-Written as ``leaderboard.md``, ``leaderboard.csv``, each plot as PNG and SVG, and a
-self-contained ``index.html``. Oracle methods are upper bounds, not competitors: they are
-listed after the ranked methods, marked and unranked. Diverged runs count with the accuracy
-they reached; incomplete runs are listed and left out of every number. The time-to-accuracy
-speed-up is the geometric mean (the mean for ratios) over the seeds where both the method and
-FedAvg reached the target; the other columns are arithmetic means over seeds (and drift events).
-Differences from FedAvg and speed-ups carry a 95% interval over seeds, paired by seed
-(``evaluation.paired``), and are marked where it contains no difference. ``GLOSSARY`` defines
-every column; both the Markdown and the page carry it.
-"""
+"""The leaderboard's files: text cells under their headers, the glossary, Markdown, CSV, plots and the HTML page."""
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -26,14 +13,12 @@ import pandas as pd
 
 from driftbench.atomic import atomic_write
 from driftbench.engine.clock import SERVER_FLOPS_PER_SECOND
-from driftbench.errors import ConfigError
 from driftbench.evaluation.comparison import method_label
 from driftbench.evaluation.html_page import Image, Links, Section, render_page
-from driftbench.evaluation.paired import CONFIDENCE, Interval, paired_interval
-from driftbench.evaluation.plots import Plot, method_runs, trace_plots
-from driftbench.evaluation.scorecard_view import DRIFT_GLOSSARY, DriftBoard, drift_board, drift_display
+from driftbench.evaluation.leaderboard.aggregate import SORT_COLUMNS, TraceBoard, trace_boards
+from driftbench.evaluation.paired import CONFIDENCE, Interval
+from driftbench.evaluation.scorecard_view import DRIFT_GLOSSARY, DriftBoard, drift_display
 from driftbench.methods.events import EVENT_KINDS
-from driftbench.record.files import CONFIG, read_json
 from driftbench.record.metrics import (
     COLLAPSE_FALL,
     COLLAPSE_SPAN,
@@ -44,13 +29,9 @@ from driftbench.record.metrics import (
     SMOOTHING,
     SUSTAIN,
     TARGET_BANDS,
-    speedup,
 )
-from driftbench.record.runs import INCOMPLETE, RunRecord, find_runs
-from driftbench.record.schema import DEGENERACIES, Summary
-from driftbench.record.summarize import REFERENCE, summary_tta
-
-log = logging.getLogger("driftbench")
+from driftbench.record.runs import INCOMPLETE
+from driftbench.record.summarize import REFERENCE
 
 HEADERS = {  # display column -> table header
     "rank": "rank",
@@ -146,28 +127,8 @@ GLOSSARY = {  # table header or term -> its meaning
     f"or {COLLAPSE_SPAN} evaluations in a row lie more than {COLLAPSE_FALL} below the highest reached by then)",
     "runs": "run folders by status: ok, diverged (counted with the accuracy reached) or incomplete (left out)",
 }
-SORT_COLUMNS = {  # --sort choice -> the leaderboard.csv column methods are ranked by (descending)
-    "final": "final_accuracy_mean",
-    "mean": "mean_accuracy",
-    "worst-interval": "worst_interval_accuracy",
-    "post-drift": "post_drift_accuracy",
-}
 FULL_TABLE = "all columns"
 PLOTS_NOTE = "Plots share one x axis, rounds; accuracy against simulated time is the second view."
-
-
-@dataclass(frozen=True)
-class TraceBoard:
-    """One trace's section: ranked rows, run settings, plots, the run folders and the runs left out."""
-
-    trace: str
-    trace_hash: str
-    rows: pd.DataFrame
-    settings: dict[str, str]
-    plots: list[Plot]
-    records: list[RunRecord]  # every run folder, by method and seed
-    incomplete: list[str]
-    drift: DriftBoard  # the drift scorecard: its own table and heatmaps, after the trace's section
 
 
 def write_leaderboard(root: Path, out: Path, extra: Sequence[Section] = (), sort: str = "final") -> list[Path]:
@@ -176,8 +137,7 @@ def write_leaderboard(root: Path, out: Path, extra: Sequence[Section] = (), sort
     ``extra`` sections (the paper-claims report) go on the page after the traces; ``sort``
     (a ``SORT_COLUMNS`` key) is the accuracy methods are ranked by.
     """
-    by = SORT_COLUMNS[sort]
-    boards = [trace_board(trace, list(group), by) for trace, group in groupby(find_runs(root), key=lambda r: r.trace)]
+    boards = trace_boards(root, SORT_COLUMNS[sort])
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = {"leaderboard.csv": pd.concat([b.rows for b in boards]).to_csv(index=False).encode()}
@@ -195,126 +155,6 @@ def write_leaderboard(root: Path, out: Path, extra: Sequence[Section] = (), sort
     for name, content in files.items():
         atomic_write(out / name, lambda fh, content=content: fh.write(content))
     return [out / name for name in files]
-
-
-def trace_board(trace: str, records: list[RunRecord], by: str = SORT_COLUMNS["final"]) -> TraceBoard:
-    """Rank one trace's methods and draw its plots; runs of one seed with differing trace hashes are refused."""
-    hashes = seed_hashes(trace, records)
-    incomplete = [str(r.path) for r in records if r.summary is None]
-    for path in incomplete:
-        log.warning("%s: %s; left out of the leaderboard", path, INCOMPLETE)
-    reference = {r.seed: r.summary for r in records if r.method == REFERENCE and r.summary is not None}
-    by_method = {m: list(group) for m, group in groupby(sorted(records, key=lambda r: r.method), key=lambda r: r.method)}
-    rows = ranked([method_row(method, group, reference) for method, group in by_method.items()], by)
-    done = {m: [r for r in by_method[m] if r.summary is not None] for m in rows["method"]}
-    runs = [method_runs(m, group) for m, group in done.items() if group]
-    first = next((group[0].summary for group in done.values() if group), None)
-    events = sorted({e.round for e in first.recovery}) if first is not None else []
-    plots = trace_plots(trace, runs, events, rows) if runs else []
-    rows.insert(0, "trace_hash", hash_text(hashes))
-    rows.insert(0, "trace", trace)
-    drift = drift_board(trace, list(zip(rows["method"], rows["oracle"])), records)
-    return TraceBoard(trace, hash_text(hashes), rows, run_settings(records, hashes), plots, records, incomplete, drift)
-
-
-def seed_hashes(trace: str, records: list[RunRecord]) -> dict[int, str]:
-    """The trace hash of each seed's runs (a named trace draws its data from the seed); a seed with two is refused."""
-    first: dict[int, RunRecord] = {}
-    for record in sorted(records, key=lambda r: r.seed):
-        seen = first.setdefault(record.seed, record)
-        if seen.trace_hash != record.trace_hash:
-            raise ConfigError(
-                f"runs of trace {trace!r} at seed {record.seed} have different trace hashes: {seen.trace_hash[:12]} "
-                f"({seen.path}) and {record.trace_hash[:12]} ({record.path}); keep runs of one trace version per runs folder"
-            )
-    return {seed: record.trace_hash for seed, record in first.items()}
-
-
-def hash_text(hashes: dict[int, str], width: int = 64) -> str:
-    """The trace hash, or when the seeds' data differ one per seed (``seed0:HASH``, space-separated, ``width`` characters)."""
-    if len(set(hashes.values())) == 1:
-        return next(iter(hashes.values()))
-    return " ".join(f"seed{seed}:{digest[:width]}" for seed, digest in hashes.items())
-
-
-def run_settings(records: list[RunRecord], hashes: dict[int, str]) -> dict[str, str]:
-    """Trace hash (per seed), rounds, seeds and git revisions of one trace's runs, as text."""
-    revisions = {read_json(r.path / CONFIG).get("git_revision") for r in records}
-    rounds = {r.summary.rounds for r in records if r.summary is not None}
-    return {
-        "trace hash": hash_text(hashes, 12),
-        "rounds": ", ".join(str(n) for n in sorted(rounds)) or "-",
-        "seeds": ", ".join(str(s) for s in sorted({r.seed for r in records})),
-        "git revision": ", ".join(sorted(str(v)[:12] if v else "unknown" for v in revisions)),
-        "runs": f"{len(records)} ({sum(r.summary is not None for r in records)} complete)",
-    }
-
-
-def method_row(method: str, records: list[RunRecord], reference: dict[int, Summary]) -> dict[str, Any]:
-    """One method's numbers over its complete runs (seeds); speed-ups against FedAvg's run of the same seed."""
-    summaries = [r.summary for r in records if r.summary is not None]
-    events = [e for s in summaries for e in s.recovery]
-    gains = [speedup(summary_tta(reference.get(s.seed)), s.time_to_accuracy) for s in summaries]
-    logs = [float(np.log(g)) for g in gains if g is not None and 0 < g < np.inf]
-    paired = [s.final_accuracy - reference[s.seed].final_accuracy for s in summaries if s.seed in reference]
-    tta = [s.time_to_accuracy for s in summaries if s.time_to_accuracy is not None]
-    accuracy = [s.final_accuracy for s in summaries]
-    statuses = pd.Series([r.status for r in records]).value_counts()
-    return {
-        "method": method,
-        "oracle": any(s.oracle for s in summaries),
-        "seeds": len(summaries),
-        "final_accuracy_mean": mean(accuracy),
-        "final_accuracy_std": float(np.std(accuracy, ddof=1)) if len(accuracy) > 1 else None,
-        **interval_fields("vs_reference", None if method == REFERENCE else paired_interval(paired)),
-        **interval_fields("tta_log_speedup", paired_interval(logs)),
-        "tta_reached": sum(t.reached for t in tta),
-        "tta_not_distinguishable": sum(t.outcome == "not_distinguishable" for t in tta),
-        "tta_first_evaluation": sum(reached_at_first_evaluation(r) for r in records if r.summary is not None),
-        "tta_runs": len(tta),
-        "mean_accuracy": mean(s.streaming.mean_accuracy for s in summaries),
-        "worst_interval_accuracy": mean(s.streaming.worst_interval_accuracy for s in summaries),
-        "post_drift_accuracy": mean(s.streaming.post_drift_accuracy for s in summaries),
-        "mean_drop": mean(e.drop for e in events),
-        "rounds_to_recover": mean(e.rounds_to_recover for e in events),
-        "recovered_events": sum(e.outcome == "recovered" for e in events),
-        "dropped_events": sum(e.outcome in ("recovered", "not_recovered") for e in events),
-        "delta_permille": mean(e.delta_permille for e in events),
-        "ari_mean": mean(s.ari_mean for s in summaries),
-        "cluster_seconds": mean(s.overhead.cluster_seconds for s in summaries),
-        "overhead_bytes": mean(s.overhead.extra_upload_bytes + s.overhead.extra_download_bytes for s in summaries),
-        "client_extra_passes": mean(s.overhead.client_extra_passes for s in summaries),
-        **{f"events_{kind}": mean(s.events.get(kind, 0) for s in summaries) for kind in EVENT_KINDS},
-        "degenerate": ", ".join(
-            f"{flag} {n}/{len(summaries)}" for flag in DEGENERACIES if (n := sum(flag in s.degenerate for s in summaries))
-        ),
-        "runs": ", ".join(f"{n} {status}" for status, n in statuses.items()),
-    }
-
-
-def interval_fields(name: str, interval: Interval | None) -> dict[str, float | int | None]:
-    """``name``, ``name_low``, ``name_high`` and ``name_seeds``: an interval as leaderboard.csv columns (null if none)."""
-    if interval is None:
-        return {name: None, f"{name}_low": None, f"{name}_high": None, f"{name}_seeds": 0}
-    return {name: interval.mean, f"{name}_low": interval.low, f"{name}_high": interval.high, f"{name}_seeds": interval.n}
-
-
-def mean(values: Any) -> float | None:
-    """Mean of the values that are not None; None when there are none."""
-    kept = [v for v in values if v is not None]
-    return float(np.mean(kept)) if kept else None
-
-
-def ranked(rows: list[dict[str, Any]], by: str = SORT_COLUMNS["final"]) -> pd.DataFrame:
-    """Methods with a value of ``by`` in descending order and ranked; then oracles and methods without one, unranked."""
-    table = pd.DataFrame(rows)
-    competing = (~table["oracle"]) & table[by].notna()
-    ranked_part = table[competing].sort_values(by, ascending=False, kind="stable")
-    rest = table[~competing].sort_values(["oracle", by], ascending=False, kind="stable")
-    ranks = pd.Series(list(range(1, len(ranked_part) + 1)) + [None] * len(rest), dtype="Int64")  # index 0.., as table's
-    table = pd.concat([ranked_part, rest], ignore_index=True)
-    table.insert(0, "rank", ranks)
-    return table
 
 
 def display_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
@@ -420,12 +260,6 @@ def reached_text(row: dict[Any, Any]) -> str:
     notes = [f"{row['tta_not_distinguishable']} n.d."] if row["tta_not_distinguishable"] else []
     notes += [f"{row['tta_first_evaluation']} at 1st eval"] if row["tta_first_evaluation"] else []
     return f"{row['tta_reached']}/{row['tta_runs']}" + (f" ({'; '.join(notes)})" if notes else "")
-
-
-def reached_at_first_evaluation(record: RunRecord) -> bool:
-    """Whether the run reached its target at its first evaluation (its speed-up is then bounded by the evaluation grid)."""
-    tta = record.summary.time_to_accuracy if record.summary is not None else None
-    return bool(tta is not None and tta.reached and tta.rounds == int(record.rounds()["round"].iloc[0]))
 
 
 def _missing(value: Any) -> bool:
