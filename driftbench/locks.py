@@ -37,7 +37,7 @@ POLL_SECONDS = 1.0
 LEASE_ENV = "DRIFTBENCH_LOCK_LEASE"  # seconds; docs/reliability.md says why the default is what it is
 LEASE_SECONDS = 120.0
 RENEWALS = 12  # renewals per lease: a holder loses its lock only when twelve in a row do not happen
-log = logging.getLogger("driftbench")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -169,12 +169,12 @@ def test_without_methods_each_trace_runs_its_own_comparison(tmp_path):
 
 
 def test_a_run_of_several_methods_builds_its_trace_once(tmp_path, monkeypatch):
-    from driftbench import runner
+    from driftbench.runner import job
 
     built = []
-    monkeypatch.setattr(runner, "resolve", lambda trace, sets: built.append(trace) or resolve(trace, sets))
-    runner.resolved_trace.cache_clear()
-    summaries = runner.run_here(
+    monkeypatch.setattr(job, "resolve", lambda trace, sets: built.append(trace) or resolve(trace, sets))
+    job.resolved_trace.cache_clear()
+    summaries = job.run_here(
         plan_jobs(Request({"static": {**TINY, "rounds": "2"}}, ("fedavg", "oracle", "static")), Execution("cpu", tmp_path))
     )
     assert [s.method for s in summaries] == ["fedavg", "oracle", "static"] and built == ["static"]

@@ -21,7 +21,7 @@ import torch
 from driftbench.config import require
 from driftbench.methods.catalog import load_method
 from driftbench.runner import native_threads
-from driftbench.scheduler import Checkpointing, RunSpec, Scheduler
+from driftbench.scheduler import Checkpointing, Scheduler, run_spec
 from driftbench.traces.catalog import resolve
 
 PHASES = ("plan", "train", "aggregate", "evaluate")
@@ -82,16 +82,8 @@ def run_runs_bench(bench: RunsBench, out: Path) -> dict[str, Any]:
     schedulers: dict[str, Scheduler] = {}
     with native_threads(threads):
         for name in bench.methods:
-            spec = RunSpec(
-                resolved.trace,
-                resolved.pool,
-                resolved.train,
-                load_method(name),
-                bench.seed,
-                "cpu",
-                out,
-                quiet=True,
-                checkpointing=Checkpointing(every=0),
+            spec = run_spec(
+                resolved, load_method(name), bench.seed, device="cpu", out=out, quiet=True, checkpointing=Checkpointing(every=0)
             )
             schedulers[name], clocks[name] = Scheduler(spec), PhaseClock()
             schedulers[name].begin()

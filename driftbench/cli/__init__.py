@@ -17,7 +17,7 @@ from driftbench.cli.common import leaves, never
 from driftbench.errors import DriftbenchError
 from driftbench.forkserver import preload, start_early
 from driftbench.registry import ENV
-from driftbench.tracking.destinations import SINK_MODULES
+from driftbench.tracking.destinations import TRACKER_MODULES
 
 COMMANDS = (run, listing, trace, sweep, unlock, reproduce, leaderboard, export, check, bench, check_method)  # in --help's order
 
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for the command that resumes an interrupted run
     logging.basicConfig(level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO, format="%(message)s")
     try:
-        preload([SINK_MODULES[d.sink] for d in getattr(args, "log", [])])  # a run's trackers, imported once too
+        preload([TRACKER_MODULES[d.tracker] for d in getattr(args, "log", [])])  # a run's trackers, imported once too
         if args.early(args):
             start_early()  # the run pool's fork server imports driftbench while this process does
         from driftbench.discovery import add_plugins  # imports the catalogs, so after the parse and the fork server

@@ -12,7 +12,7 @@ from driftbench.tracking.destinations import Destination, Tracking, destination
 if TYPE_CHECKING:
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
-SINK_HELP = (
+LOG_HELP = (
     "tensorboard (event files in ./tensorboard, or the folder WHERE) or mlflow (the store $MLFLOW_TRACKING_URI, "
     "else sqlite:///mlflow.db here, or the tracking URI WHERE); needs the extra 'tracking'"
 )
@@ -105,7 +105,7 @@ def text_table(rows: list[dict[str, str]]) -> str:
 
 
 def log_destination(value: str) -> Destination:
-    """``--log SINK[=WHERE]`` as a destination (an unknown sink is a usage error)."""
+    """``--log TRACKER[=WHERE]`` as a destination (an unknown tracker is a usage error)."""
     try:
         return destination(value)
     except ConfigError as exc:
@@ -113,14 +113,14 @@ def log_destination(value: str) -> Destination:
 
 
 def add_log(p: argparse.ArgumentParser) -> None:
-    """Add the repeatable ``--log SINK[=WHERE]``: the trackers every run logs to, live."""
+    """Add the repeatable ``--log TRACKER[=WHERE]``: the trackers every run logs to, live."""
     p.add_argument(
         "--log",
         action="append",
         default=[],
         type=log_destination,
-        metavar="SINK[=WHERE]",
-        help=f"log every run live, each evaluation as it happens, to {SINK_HELP} (repeatable; see docs/trackers.md)",
+        metavar="TRACKER[=WHERE]",
+        help=f"log every run live, each evaluation as it happens, to {LOG_HELP} (repeatable; see docs/trackers.md)",
     )
 
 

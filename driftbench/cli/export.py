@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from driftbench.cli.common import SINK_HELP, log_destination
+from driftbench.cli.common import LOG_HELP, log_destination
 
 if TYPE_CHECKING:
     from driftbench.cli.common import Subparsers
@@ -25,7 +25,7 @@ def add_parser(sub: Subparsers) -> None:
         "  driftbench export mlflow=sqlite:///report.db runs/report",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    export.add_argument("sink", type=log_destination, metavar="SINK[=WHERE]", help=SINK_HELP)
+    export.add_argument("destination", type=log_destination, metavar="TRACKER[=WHERE]", help=LOG_HELP)
     export.add_argument("runs", type=Path, metavar="RUNS_DIR", help="a runs folder (each run's path below it names it)")
     export.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
     export.set_defaults(func=cmd_export)
@@ -35,6 +35,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``driftbench export``: exit status 1 when a run could not be exported."""
     from driftbench.tracking.export import export
 
-    done = export(args.sink, args.runs, args.quiet)
-    print(done.line(args.sink))
+    done = export(args.destination, args.runs, args.quiet)
+    print(done.line(args.destination))
     return 1 if done.failed else 0

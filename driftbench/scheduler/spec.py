@@ -19,6 +19,7 @@ from driftbench.config import recorded_params, require
 from driftbench.data.pool import Pool
 from driftbench.methods.catalog import MethodSpec
 from driftbench.record.schema import Target
+from driftbench.traces.catalog import ResolvedTrace
 from driftbench.traces.model import Trace
 from driftbench.tracking.destinations import NO_TRACKING, Tracking
 from driftbench.train_config import TrainConfig
@@ -65,6 +66,11 @@ class RunSpec:
             participants <= clients,
             f"train.participants must be <= the trace's {clients} clients, got {participants}",
         )
+
+
+def run_spec(resolved: ResolvedTrace, method: MethodSpec, seed: int, **options: Any) -> RunSpec:
+    """The run of ``method`` at ``seed`` on a resolved trace (its trace, pool, training settings and data seed)."""
+    return RunSpec(resolved.trace, resolved.pool, resolved.train, method, seed, data_seed=resolved.data_seed, **options)
 
 
 def run_config(spec: RunSpec, device: torch.device, trace_hash: str) -> dict[str, Any]:

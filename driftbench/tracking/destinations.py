@@ -1,4 +1,4 @@
-"""Where runs are logged: ``--log SINK[=WHERE]`` as a destination, and the trackers one run logs to.
+"""Where runs are logged: ``--log TRACKER[=WHERE]`` as a destination, and the trackers one run logs to.
 
 No tracker package is imported here: the command line parses ``--log`` before anything heavy loads.
 """
@@ -11,10 +11,10 @@ from pathlib import Path
 
 from driftbench.errors import ConfigError
 
-# each sink's module (imported only when a run logs to it), whose TRACKER is its tracker class
-SINK_MODULES = {"tensorboard": "driftbench.tracking.tensorboard_sink", "mlflow": "driftbench.tracking.mlflow_sink"}
-SINKS = tuple(SINK_MODULES)
-PACKAGES = {"tensorboard": ("tensorboard",), "mlflow": ("mlflow",)}  # what each sink imports (the extra tracking)
+# each tracker's module (imported only when a run logs to it), whose TRACKER is its tracker class
+TRACKER_MODULES = {"tensorboard": "driftbench.tracking.tensorboard_tracker", "mlflow": "driftbench.tracking.mlflow_tracker"}
+TRACKERS = tuple(TRACKER_MODULES)
+PACKAGES = {"tensorboard": ("tensorboard",), "mlflow": ("mlflow",)}  # what each tracker imports (the extra tracking)
 SQLITE, SQLITE_PACKAGES = "sqlite:///", ("sqlalchemy", "alembic")  # an sqlite MLflow store's scheme and packages
 TENSORBOARD_DIR = "tensorboard"  # the default TensorBoard folder, in the current directory
 MLFLOW_DB = "mlflow.db"  # the default MLflow store, sqlite in the current directory, unless $MLFLOW_TRACKING_URI
@@ -23,15 +23,16 @@ MLFLOW_EXPERIMENT = "driftbench"  # the MLflow experiment, unless $MLFLOW_EXPERI
 
 @dataclass(frozen=True)
 class Destination:
-    """One tracker: its sink (``SINKS``), where it writes (a TensorBoard folder or an MLflow tracking URI) and, for
-    MLflow, the experiment. Resolved once in the command's process: pool workers and Ray tasks only follow it."""
+    """Where one tracker logs: the tracker's name (``TRACKERS``), where it writes (a TensorBoard folder or an MLflow
+    tracking URI) and, for MLflow, the experiment. Resolved once in the command's process: pool workers and Ray tasks
+    only follow it."""
 
-    sink: str
+    tracker: str
     where: str
     experiment: str = ""
 
     def __str__(self) -> str:
-        return f"{self.sink}={self.where}"
+        return f"{self.tracker}={self.where}"
 
 
 @dataclass(frozen=True)
@@ -51,18 +52,18 @@ NO_TRACKING = Tracking()
 
 
 def destination(value: str) -> Destination:
-    """``SINK`` or ``SINK=WHERE`` as a destination; WHERE defaults to ``./tensorboard`` or MLflow's store.
+    """``TRACKER`` or ``TRACKER=WHERE`` as a destination; WHERE defaults to ``./tensorboard`` or MLflow's store.
 
     MLflow's store is ``$MLFLOW_TRACKING_URI`` when set, else ``sqlite:///<here>/mlflow.db``, and its
     experiment ``$MLFLOW_EXPERIMENT_NAME`` or ``driftbench``. A TensorBoard folder is made absolute.
     """
-    sink, _, where = value.partition("=")
-    if sink not in SINKS:
-        raise ConfigError(f"--log {value!r}: unknown tracker {sink!r}; allowed: {', '.join(SINKS)} (optionally =WHERE)")
-    if sink == "tensorboard":
-        return Destination(sink, str(Path(where or TENSORBOARD_DIR).expanduser().resolve()))
+    tracker, _, where = value.partition("=")
+    if tracker not in TRACKERS:
+        raise ConfigError(f"--log {value!r}: unknown tracker {tracker!r}; allowed: {', '.join(TRACKERS)} (optionally =WHERE)")
+    if tracker == "tensorboard":
+        return Destination(tracker, str(Path(where or TENSORBOARD_DIR).expanduser().resolve()))
     default = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(MLFLOW_DB).resolve()}"
-    return Destination(sink, where or default, os.environ.get("MLFLOW_EXPERIMENT_NAME") or MLFLOW_EXPERIMENT)
+    return Destination(tracker, where or default, os.environ.get("MLFLOW_EXPERIMENT_NAME") or MLFLOW_EXPERIMENT)
 
 
 def destinations(values: list[str] | tuple[str, ...]) -> tuple[Destination, ...]:

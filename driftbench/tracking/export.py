@@ -21,7 +21,7 @@ from driftbench.tracking.destinations import Destination
 from driftbench.tracking.feed import Feed, open_tracker
 from driftbench.tracking.values import drift_scalars, identity
 
-log = logging.getLogger("driftbench")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from driftbench.errors import ConfigError, one_line
 from driftbench.record.files import CONFIG, EVENTS, ROUNDS, as_json, read_json
 from driftbench.record.runs import read_records
 from driftbench.record.schema import RoundRow, Summary, read_events, read_rounds
-from driftbench.tracking.destinations import PACKAGES, SINK_MODULES, SQLITE, SQLITE_PACKAGES, Destination, Tracking
+from driftbench.tracking.destinations import PACKAGES, SQLITE, SQLITE_PACKAGES, TRACKER_MODULES, Destination, Tracking
 from driftbench.tracking.values import (
     Identity,
     Scalar,
@@ -32,7 +32,7 @@ from driftbench.tracking.values import (
     summary_scalars,
 )
 
-log = logging.getLogger("driftbench")
+log = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 5.0  # how long a tracker may hold values before writing them (the live view's delay)
 EXTRA = "pip install 'driftbench[tracking]'"
@@ -41,7 +41,7 @@ EXTRA = "pip install 'driftbench[tracking]'"
 class Tracker(Protocol):
     """A tracker's side of one run: a log per record, found again by the record's key (``Identity.key``)."""
 
-    sink: str
+    name: str  # the tracker's name, as --log gives it (``TRACKERS``)
 
     def recorded(self, identity: Identity) -> bool:
         """Whether a finished log of this record exists."""
@@ -65,10 +65,10 @@ class Tracker(Protocol):
 def open_tracker(destination: Destination) -> Tracker:
     """The tracker of a destination; a missing package, or a store that cannot be opened, is a ``ConfigError``."""
     try:
-        tracker: Tracker = importlib.import_module(SINK_MODULES[destination.sink]).TRACKER(destination, FLUSH_SECONDS)
+        tracker: Tracker = importlib.import_module(TRACKER_MODULES[destination.tracker]).TRACKER(destination, FLUSH_SECONDS)
         return tracker
     except ImportError as exc:
-        raise ConfigError(f"--log {destination.sink} needs the {exc.name} package: {EXTRA}") from None
+        raise ConfigError(f"--log {destination.tracker} needs the {exc.name} package: {EXTRA}") from None
     except Exception as exc:  # the tracker's own errors: a bad URI, an unreadable store
         raise ConfigError(f"--log {destination}: cannot open it ({one_line(exc)})") from None
 
@@ -77,13 +77,13 @@ def check(tracking: Tracking) -> None:
     """Before any run starts: each destination's packages are installed and an sqlite store's folder exists.
 
     Nothing is imported here (mlflow alone takes a second or two, on the path of every run): the runs open
-    their trackers, and the first to open a new sqlite store creates it (under a lock, ``mlflow_sink``).
+    their trackers, and the first to open a new sqlite store creates it (under a lock, ``mlflow_tracker``).
     """
     for destination in tracking.destinations:
         sqlite = destination.where.startswith(SQLITE)
-        for package in PACKAGES[destination.sink] + (SQLITE_PACKAGES if sqlite else ()):
+        for package in PACKAGES[destination.tracker] + (SQLITE_PACKAGES if sqlite else ()):
             if importlib.util.find_spec(package) is None:
-                raise ConfigError(f"--log {destination.sink} needs the {package} package: {EXTRA}")
+                raise ConfigError(f"--log {destination.tracker} needs the {package} package: {EXTRA}")
         folder = Path(destination.where.removeprefix(SQLITE)).parent
         if sqlite and not folder.is_dir():
             raise ConfigError(f"--log {destination}: no folder {folder} for the sqlite store")
@@ -105,7 +105,7 @@ class Feed:
             try:
                 trackers.append(open_tracker(destination))
             except ConfigError as exc:
-                log.warning("%s: not logged to %s (%s)", run.name, destination.sink, exc)
+                log.warning("%s: not logged to %s (%s)", run.name, destination.tracker, exc)
         return Feed(trackers, run, drift_scalars(config))
 
     def start(self) -> None:
@@ -147,7 +147,7 @@ class Feed:
         self.each(lambda t: t.close())
 
     def push(self, folder: Path) -> list[str]:
-        """Log the complete record in ``folder`` to each tracker without a finished log of it; returns their sinks.
+        """Log the complete record in ``folder`` to each tracker without a finished log of it; returns their names.
 
         A tracker that has one gets the identity's tags on it instead (``reproduce`` tags a run it keeps).
         This is the live path's start and finish, fed from the record's files. A tracker that raises is dropped.
@@ -168,7 +168,7 @@ class Feed:
         feed.start()
         feed.finish(summary, rows, events)
         self.trackers = [t for t in self.trackers if t not in fresh or t in feed.trackers]  # those that raised: dropped
-        return [t.sink for t in feed.trackers]
+        return [t.name for t in feed.trackers]
 
     def retag(self, tracker: Tracker) -> None:
         """Give the tracker's finished log of the run the identity's tags."""
@@ -190,7 +190,7 @@ class Feed:
                 log.warning(
                     "%s: %s stopped logging this run (%s); the run and its record go on",
                     self.identity.name,
-                    tracker.sink,
+                    tracker.name,
                     one_line(exc),
                 )
             return None

@@ -26,7 +26,7 @@ from driftbench.scheduler import Checkpointing
 from driftbench.scheduler import run as run_spec
 from driftbench.tracking import feed
 from driftbench.tracking.destinations import Destination, Tracking
-from driftbench.tracking.mlflow_sink import MlflowTracker
+from driftbench.tracking.mlflow_tracker import MlflowTracker
 
 # the main job's trace, its six methods, shrunk to seconds
 TINY = [f"--set={s}" for s in ("clients=16", "rounds=12", "bucket_rounds=4", "window_rounds=8")]
@@ -142,8 +142,8 @@ def test_run_logs_every_number_of_the_record_to_tensorboard_and_mlflow(live, sto
 def test_export_logs_what_the_live_run_logged_and_a_second_export_adds_nothing(live, store, monkeypatch, capsys):
     monkeypatch.chdir(live)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "export")
-    for sink in ("tensorboard=exported", f"mlflow={store}"):
-        assert main(["export", sink, "runs", "--quiet"]) == 0
+    for destination in ("tensorboard=exported", f"mlflow={store}"):
+        assert main(["export", destination, "runs", "--quiet"]) == 0
         assert capsys.readouterr().out.endswith(": 6 runs logged, 0 already there, 0 incomplete (skipped), 0 failed\n")
     exported, logged = mlflow_runs(store, "export"), mlflow_runs(store, "live")
     assert sorted(exported) == sorted(logged)
@@ -164,8 +164,8 @@ def test_export_logs_what_the_live_run_logged_and_a_second_export_adds_nothing(l
         assert tags["time_to_accuracy.outcome"] == derived[name].outcome
     files = sorted(p.name for p in (live / "exported").rglob("events.out.tfevents.*"))
     ids = sorted(run.info.run_id for run in exported.values())
-    for sink in ("tensorboard=exported", f"mlflow={store}"):
-        assert main(["export", sink, "runs", "--quiet"]) == 0
+    for destination in ("tensorboard=exported", f"mlflow={store}"):
+        assert main(["export", destination, "runs", "--quiet"]) == 0
         assert capsys.readouterr().out.endswith(": 0 runs logged, 6 already there, 0 incomplete (skipped), 0 failed\n")
     assert sorted(p.name for p in (live / "exported").rglob("events.out.tfevents.*")) == files
     assert sorted(run.info.run_id for run in mlflow_runs(store, "export").values()) == ids
@@ -203,7 +203,7 @@ def test_a_tracker_failing_mid_run_warns_once_and_changes_nothing(tmp_path, stor
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "failing")
     real = feed.open_tracker  # every log call of the failing tracker writes (no flush delay): it fails where it is made to
-    monkeypatch.setattr(feed, "open_tracker", lambda d: FailingMlflow(d, 0.0) if d.sink == "mlflow" else real(d))
+    monkeypatch.setattr(feed, "open_tracker", lambda d: FailingMlflow(d, 0.0) if d.tracker == "mlflow" else real(d))
     args = ["run", "--trace", "openimage-buckets", "--method", "fielding", "--quiet", *TINY]
     assert main([*args, "--out", "plain"]) == 0
     assert main([*args, "--out", "logged", "--log", "tensorboard", "--log", f"mlflow={store}"]) == 0  # run here, one method
@@ -258,7 +258,7 @@ def test_reproduce_tags_each_run_with_its_papers_and_claims(tmp_path, store, mon
 
 def test_without_the_tracking_extra_log_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "mlflow", None)  # what an environment without mlflow imports
-    monkeypatch.delitem(sys.modules, "driftbench.tracking.mlflow_sink", raising=False)
+    monkeypatch.delitem(sys.modules, "driftbench.tracking.mlflow_tracker", raising=False)
     args = ["run", "--trace", "openimage-buckets", "--method", "fedavg", "--out", str(tmp_path), *TINY]
     assert main([*args, "--log", "mlflow"]) == 2
     err = capsys.readouterr().err

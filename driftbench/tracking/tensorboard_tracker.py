@@ -30,7 +30,7 @@ TEXT_SUFFIX = "/text_summary"  # where add_text puts a text tag
 class TensorBoardTracker:
     """Logs runs to TensorBoard event files under the destination's folder; ``tensorboard --logdir`` it shows them."""
 
-    sink = "tensorboard"
+    name = "tensorboard"
 
     def __init__(self, destination: Destination, flush_seconds: float) -> None:
         self.root, self.flush_seconds = Path(destination.where), flush_seconds

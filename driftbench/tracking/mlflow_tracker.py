@@ -32,7 +32,7 @@ PARAMS_TAGS, METRICS = 100, 1000  # MLflow's limits on one log_batch
 class MlflowTracker:
     """Logs runs to the destination's MLflow tracking store (a ``sqlite:///`` file or a server) and experiment."""
 
-    sink = "mlflow"
+    name = "mlflow"
 
     def __init__(self, destination: Destination, flush_seconds: float) -> None:
         self.client, self.experiment = opened(absolute(destination.where), destination.experiment)

@@ -1,0 +1,184 @@
+"""One run of a request: how it executes (``Execution``), the job, and its execution in this process.
+
+A job resumes "matching": its run is skipped when ``summary.json`` exists and its ``config.json``
+has the same resolved config hash as the run would have now, so a stopped sweep continues where it
+was (an incomplete run with the same hash resumes from its checkpoint). The hash leaves out the
+fields ``--resume`` also ignores (``VOLATILE_CONFIG``: device, git revision, versions): they describe
+the machine and checkout, not the experiment, so a sweep continued on another machine or after a
+commit keeps its finished runs. After a code change that changes results, sweep into a fresh ``--out``.
+
+A job holds its run folder's lock (``driftbench.locks``) from the skip check to the end of the run,
+so two sweeps into one folder never run the same run: the second reports it as running elsewhere
+(or waits for it, ``wait_locked``) and goes on with the others.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import torch
+from threadpoolctl import threadpool_limits
+
+from driftbench.config import require
+from driftbench.discovery import plugins
+from driftbench.engine.device_data import resolve_device
+from driftbench.errors import RunError, RunLocked
+from driftbench.locks import run_lock
+from driftbench.methods.catalog import load_method
+from driftbench.record.files import CONFIG, SUMMARY, config_digest, read_json, run_dir, run_label
+from driftbench.record.metrics import fixed_target
+from driftbench.record.runs import read_records
+from driftbench.record.schema import Summary
+from driftbench.runner.outcomes import LOCKED, NOT_RECORDED, RunOutcome, failed
+from driftbench.scheduler import Checkpointing, run, run_config, run_spec
+from driftbench.traces.catalog import ResolvedTrace, resolve, run_sets
+from driftbench.tracking.destinations import NO_TRACKING, Tracking
+
+log = logging.getLogger(__name__)
+
+RESUME = (
+    "never",
+    "always",
+    "matching",
+    "recorded",
+)  # start afresh; continue (refusing another configuration); continue when the config hash matches; only keep matches
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How each run of a request executes: device, output root, TTA target, checkpoints, resume policy, threads."""
+
+    device: str = "auto"
+    out: Path = Path("runs")
+    target: float | None = None  # None: the default target, set by FedAvg's run of the same trace and seed
+    checkpointing: Checkpointing = field(default_factory=Checkpointing)
+    resume: str = "matching"
+    threads: int | None = None  # torch threads per run; None leaves torch's default
+    quiet: bool = True
+    wait_locked: bool = False  # a run that another process holds: wait for it (else it is reported as running elsewhere)
+    tracking: Tracking = NO_TRACKING  # the trackers each run logs to (--log)
+
+    def __post_init__(self) -> None:
+        require(self.resume in RESUME, f"resume policy {self.resume!r}: allowed: {', '.join(RESUME)}")
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One run: a trace and its overrides, a method and its overrides, a seed, and how to execute it."""
+
+    trace: str
+    trace_sets: dict[str, str]
+    method: str
+    method_sets: dict[str, str]
+    seed: int
+    execution: Execution
+
+    @property
+    def label(self) -> str:
+        """``<trace>/<method>/seed<k>``, the run's folder under the output root."""
+        return run_label(self.trace, self.method, self.seed)
+
+    @property
+    def trace_key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """The trace and its overrides with its data seed (``run_sets``), hashable: jobs of one key replay the same trace."""
+        return self.trace, tuple(sorted(run_sets(self.trace, self.trace_sets, self.seed).items()))
+
+
+def stored_digest(folder: Path) -> str | None:
+    """The config hash of the run record in ``folder``; None when it has no readable config.json."""
+    try:
+        return config_digest(read_json(folder / CONFIG)) if (folder / CONFIG).is_file() else None
+    except RunError:
+        return None
+
+
+@functools.lru_cache(maxsize=2)
+def resolved_trace(trace: str, sets: tuple[tuple[str, str], ...]) -> ResolvedTrace:
+    """The trace, pool and settings a job names, built once per process for every method and seed that replays it."""
+    return resolve(trace, dict(sets))
+
+
+def job_trace(job: RunJob) -> ResolvedTrace:
+    """The job's trace, pool and settings, built once per process for every method and seed that replays it."""
+    return resolved_trace(*job.trace_key)
+
+
+def native_threads(threads: int) -> AbstractContextManager[object]:
+    """Every native thread pool (numpy's and scipy's BLAS, scikit-learn's and torch's OpenMP) at ``threads`` in a block.
+
+    Left alone, each pool starts one thread per core beside torch's; on a busy machine their
+    spinning threads then wait on each other (a 20-point k-means took 20x longer).
+    """
+    limits: AbstractContextManager[object] = threadpool_limits(limits=threads)  # threadpoolctl is untyped
+    return limits
+
+
+def run_job(job: RunJob) -> RunOutcome:
+    """Execute one job in this process; errors propagate (``driftbench run``)."""
+    ex = job.execution
+    threads = ex.threads or torch.get_num_threads()
+    torch.set_num_threads(threads)
+    with native_threads(threads):
+        return _run_job(job)
+
+
+def _run_job(job: RunJob) -> RunOutcome:
+    started = time.perf_counter()
+    plugins()  # a pool's worker loads the plug-ins DRIFTBENCH_PLUGINS names (once a process)
+    ex = job.execution
+    resolved = job_trace(job)
+    method = load_method(job.method, job.method_sets or None)
+    target = None if ex.target is None else fixed_target(ex.target)
+    spec = run_spec(
+        resolved,
+        method,
+        job.seed,
+        device=ex.device,
+        out=ex.out,
+        target=target,
+        quiet=ex.quiet,
+        checkpointing=ex.checkpointing,
+        tracking=ex.tracking,
+    )
+    folder = run_dir(ex.out, resolved.trace.name, method.name, job.seed)
+
+    def matching() -> bool:
+        return stored_digest(folder) == config_digest(run_config(spec, resolve_device(ex.device), resolved.trace.content_hash()))
+
+    if ex.resume == "recorded" and not (matching() and (folder / SUMMARY).is_file()):  # before the lock makes the folder
+        log.info("not recorded: %s", job.label)
+        error = f"{folder}: no finished run of this configuration"
+        return RunOutcome(job.label, NOT_RECORDED, None, time.perf_counter() - started, error=error)
+    with run_lock(folder, ex.wait_locked) as lease:
+        resume = ex.resume in ("always", "recorded") or (ex.resume == "matching" and matching())  # recorded: matched above
+        kept = resume and (folder / SUMMARY).is_file()
+        log.info("%s %s", "keeping" if kept else "running", job.label)
+        summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)), lambda: lease.lost)
+    return RunOutcome(job.label, "skipped" if kept else "ran", summary.status, time.perf_counter() - started, summary=summary)
+
+
+def execute(job: RunJob) -> RunOutcome:
+    """Execute one job in a pool worker or Ray task: like ``run_job``, but a failure becomes a failed outcome."""
+    started = time.perf_counter()
+    try:
+        return run_job(job)
+    except RunLocked as exc:
+        return RunOutcome(job.label, LOCKED, None, time.perf_counter() - started, error=str(exc), exit_code=exc.exit_code)
+    except Exception as exc:  # one failed run is reported; the sweep goes on
+        return failed(job.label, exc, time.perf_counter() - started)
+
+
+def run_here(jobs: list[RunJob]) -> list[Summary]:
+    """Execute the jobs one after another in this process, in order; return their summaries as readers see them."""
+    return finished_summaries([run_job(job) for job in jobs])
+
+
+def finished_summaries(outcomes: list[RunOutcome]) -> list[Summary]:
+    """The summaries of the finished runs among ``outcomes``, read back with what depends on other runs derived."""
+    records = read_records([Path(o.summary.run_dir) for o in outcomes if o.summary is not None])
+    return [record.summary for record in records if record.summary is not None]
