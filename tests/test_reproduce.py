@@ -24,7 +24,8 @@ from driftbench.record.schema import (
     read_summary,
     write_rounds,
 )
-from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
+from driftbench.reproduce.claim import DIAGNOSIS_KINDS
+from driftbench.reproduce.claim_file import load_claims, read_claim_file
 from driftbench.reproduce.report import COLUMNS, read_report, report_section, row, write_report
 from driftbench.reproduce.run import (
     ClaimResult,
@@ -210,7 +211,7 @@ def test_tta_speedup_times_each_run_to_the_target_methods_final_accuracy(tmp_pat
     fielding = run("fielding", [0.1, 0.7, 0.7, 0.7, 0.7])  # 3-means 0.1, 0.4, 0.5 (30 s), 0.7 (40 s): crosses 0.6 at 35 s
     never = run("never", [0.1, 0.2, 0.2, 0.2, 0.2])
     claim = one_claim(tmp_path, '["fielding", "feddrift"]', "fielding > feddrift", "tta_speedup", 'target = "feddrift"\n')
-    assert claim.runs == ("fielding", "feddrift")
+    assert claim.run_methods == ("fielding", "feddrift")
     result = evaluate(claim, {0: {"fielding": fielding, "feddrift": feddrift}})
     assert result.figure == (
         "tta_speedup (time to feddrift's final accuracy): fielding 0.00972 sim h; feddrift 0.0139 sim h; "
@@ -222,7 +223,7 @@ def test_tta_speedup_times_each_run_to_the_target_methods_final_accuracy(tmp_pat
     slow = evaluate(claim, {0: {"fielding": never, "feddrift": feddrift}})  # neither reaches it: both count at their end
     assert slow.figure.endswith("fielding over feddrift 1.00x (geometric mean)")
     default = one_claim(tmp_path, '["fielding", "feddrift"]', "fielding > feddrift", "tta_speedup")
-    assert default.target == "fedavg" and default.runs == ("fielding", "feddrift", "fedavg")
+    assert default.target == "fedavg" and default.run_methods == ("fielding", "feddrift", "fedavg")
 
 
 BAD_CLAIMS = [
@@ -275,14 +276,14 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     assert set(runs.untestable) == set(workload) | without_flower
     assert {k: v for k, v in runs.untestable.items() if k in workload} == workload
     distinct = {(s, j.method, tuple(sorted(j.method_sets.items()))) for s, jobs in runs.jobs.items() for j in jobs}
-    assert runs.runs == len(distinct) < sum(len(c.runs) for c in bundled)  # claims share runs
+    assert runs.runs == len(distinct) < sum(len(c.run_methods) for c in bundled)  # claims share runs
     folders = [j.execution.out / j.label for jobs in runs.jobs.values() for j in jobs]
     assert len(set(folders)) == len(folders)  # a method with a claim's overrides gets a run folder of its own
 
 
 def flower_claims(claims):
     """The keys of the claims that run a method aggregated by a Flower strategy."""
-    return {c.key for c in claims if any(getattr(load_method(m).params, "aggregator", "mean") != "mean" for m in c.runs)}
+    return {c.key for c in claims if any(getattr(load_method(m).params, "aggregator", "mean") != "mean" for m in c.run_methods)}
 
 
 def test_without_flower_its_claims_are_untestable_with_the_reason_and_the_others_run(tmp_path, monkeypatch):
@@ -666,7 +667,7 @@ def test_labels_and_protocols_the_paper_audit_corrected():
     cflgt = bundled["cflgt/table1-fedprox"]
     assert cflgt.method_run("fedprox").sets == (("mu", "0.001"),)  # CFLGT's Table I caption: mu = 0.001
     assert load_method("fedprox", dict(cflgt.method_run("fedprox").sets)).params.mu == 0.001
-    others = [c for c in bundled.values() if c.paper != "cflgt" and "fedprox" in c.runs]
+    others = [c for c in bundled.values() if c.paper != "cflgt" and "fedprox" in c.run_methods]
     assert others and all(c.method_run("fedprox").sets == () for c in others)  # FIELDING's and Fed-CM's stay at 0.01
     assert load_method("fedprox").params.mu == 0.01
 
@@ -798,7 +799,7 @@ def test_holm_over_a_papers_claims_keeps_its_driftbench_claims_apart(tmp_path):
 def test_a_failed_premise_gives_invalid_premise_with_the_failing_value(tmp_path):
     premise = 'premises = ["final_accuracy: oracle > a by 0.05", "none degenerate"]\n'
     claim = one_claim(tmp_path, '["a", "b"]', "a > b", extra=premise)
-    assert claim.runs == ("a", "b", "oracle")
+    assert claim.run_methods == ("a", "b", "oracle")
     runs = seeds(a=[0.80, 0.81, 0.82], b=[0.60, 0.61, 0.61], oracle=[0.83, 0.84, 0.85])
     result = evaluate(claim, runs)
     assert result.verdict == INVALID_PREMISE and result.p is None

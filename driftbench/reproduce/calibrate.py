@@ -19,7 +19,8 @@ import numpy as np
 from driftbench.atomic import atomic_write
 from driftbench.config import require
 from driftbench.record.schema import Summary
-from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, Calibration, Claim, Context, MethodRun, metric_spec
+from driftbench.reproduce.claim import CALIBRATION_TOLERANCE, Calibration, Claim, MethodRun
+from driftbench.reproduce.metrics import Context, metric_spec
 from driftbench.reproduce.run import Plan, Setting, execute_plan, planned_jobs
 from driftbench.runner import Execution, PoolOptions
 

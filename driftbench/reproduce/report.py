@@ -16,7 +16,7 @@ from driftbench.config import require
 from driftbench.errors import ConfigError
 from driftbench.evaluation.html_page import Section
 from driftbench.evaluation.plots import Plot
-from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, Claim, Diagnosis
+from driftbench.reproduce.claim import CALIBRATION_TOLERANCE, Claim, Diagnosis
 from driftbench.reproduce.forest import CAPTION, forest_plots
 from driftbench.reproduce.run import ClaimResult, Report, ratio_effect
 from driftbench.reproduce.verdict import REPRODUCED, RULE_TITLE, VERDICT_RULE

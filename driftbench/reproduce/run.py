@@ -24,8 +24,10 @@ from driftbench.methods import catalog as method_catalog
 from driftbench.methods.aggregators import PREFIX as FLOWER
 from driftbench.methods.aggregators import load_strategy
 from driftbench.record.schema import Summary
+from driftbench.record.scores import reaches, run_rows
 from driftbench.record.summarize import REFERENCE
-from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, UNITS, Claim, Context, MethodRun, Premise, metric_spec, reaches
+from driftbench.reproduce.claim import CALIBRATION_TOLERANCE, UNITS, Claim, MethodRun, Premise
+from driftbench.reproduce.metrics import Context, metric_spec
 from driftbench.reproduce.verdict import (
     ALPHA,
     DIRECTION_ONLY,
@@ -125,11 +127,11 @@ class Plan:
 def with_literal(claims: Sequence[Claim]) -> list[Claim]:
     """Each claim, followed by its literal twin where it runs a method whose default reads its paper (``literal`` in its
     TOML): the same claim with each such method's literal variant in its place."""
-    literals = {m: literal for m in {m for c in claims for m in c.runs} if (literal := literal_variant(m))}
+    literals = {m: literal for m in {m for c in claims for m in c.run_methods} if (literal := literal_variant(m))}
     out = []
     for claim in claims:
         out.append(claim)
-        names = {m: literals[m] for m in claim.runs if m in literals}
+        names = {m: literals[m] for m in claim.run_methods if m in literals}
         if names:
             out.append(claim.renamed(names))
     return out
@@ -150,11 +152,11 @@ def untestable_reason(claim: Claim, scale: str) -> str | None:
     if claim.workload:
         return f"workload differs: {claim.workload}"
     known = method_catalog.catalog()
-    absent = [m for m in claim.runs if m not in known and not m.startswith(FLOWER)]
+    absent = [m for m in claim.run_methods if m not in known and not m.startswith(FLOWER)]
     if absent:
         return f"method {absent[0]!r} is not in methods/ (driftbench list methods)"
     try:
-        for name in claim.runs:
+        for name in claim.run_methods:
             load_strategy(method_catalog.load_method(name, dict(claim.method_run(name).sets)).params)
         check_trace(claim.trace, dict(Setting.of(claim, scale).sets))
     except DriftbenchError as exc:
@@ -170,7 +172,7 @@ def untestable_reason(claim: Claim, scale: str) -> str | None:
 def claim_needs(claim: Claim, scale: str) -> list[tuple[Setting, MethodRun]]:
     """The runs a claim needs at each seed: its methods (with their overrides) in its setting, and in its no-drift twin."""
     setting = Setting.of(claim, scale)
-    needs = [(setting, claim.method_run(m)) for m in claim.runs]
+    needs = [(setting, claim.method_run(m)) for m in claim.run_methods]
     if claim.twin is not None:
         needs += [(setting.twin(claim), claim.method_run(m)) for m in claim.methods]
     return needs
@@ -286,7 +288,7 @@ def metric_value(
 
 
 def evaluate(claim: Claim, runs: Runs, twins: Runs | None = None, alpha: float = ALPHA) -> ClaimResult:
-    """The claim's test from its runs (every method of ``claim.runs`` at every seed; ``twins`` its no-drift twins).
+    """The claim's test from its runs (every method of ``claim.run_methods`` at every seed; ``twins`` its no-drift twins).
 
     Premises first (every claim's implicit one: no run flagged ``collapse_without_drift``, whose numbers come from a
     defect, not the method), then the paired test at level ``alpha``; Holm and the paper's magnitude come after, over the
@@ -357,7 +359,7 @@ def unreached(claim: Claim, runs: Runs) -> str | None:
     if claim.target is None or claim.direction.relation not in (">", "<"):
         return None
     faster = claim.methods[0] if claim.direction.relation == ">" else claim.methods[1]
-    seeds = [seed for seed, by in sorted(runs.items()) if not reaches(by[faster], by[claim.target])]
+    seeds = [seed for seed, by in sorted(runs.items()) if not reaches(run_rows(by[faster]), by[claim.target].final_accuracy)]
     if not seeds:
         return None
     return f"{faster} never reaches {claim.target}'s final accuracy at seed {', '.join(map(str, seeds))}: no speed-up there"
@@ -624,7 +626,7 @@ def judge(
             results.append(ClaimResult(claim, UNTESTABLE, untestable[claim.key]))
             continue
         setting = Setting.of(claim, scale)
-        found = claim_runs(claim, setting, seeds, outcomes, claim.runs)
+        found = claim_runs(claim, setting, seeds, outcomes, claim.run_methods)
         twins = claim_runs(claim, setting.twin(claim), seeds, outcomes, claim.methods) if claim.twin else {}
         missing = next((f for f in (found, twins) if isinstance(f, str)), None)
         if missing is not None:
