@@ -23,8 +23,8 @@ from driftbench.errors import ConfigError, DriftbenchError, RecordError
 from driftbench.methods import catalog as method_catalog
 from driftbench.record.schema import ROUND_COLUMNS, read_rounds, read_summary
 from driftbench.reproduce.claim_file import read_claim_file
+from driftbench.reproduce.planning import plan
 from driftbench.reproduce.report import read_report
-from driftbench.reproduce.run import plan
 from driftbench.reproduce.verdict import UNTESTABLE
 from driftbench.runner import Execution
 from driftbench.traces import catalog as trace_catalog

@@ -24,21 +24,13 @@ from driftbench.record.schema import (
     read_summary,
     write_rounds,
 )
-from driftbench.reproduce.claim import DIAGNOSIS_KINDS
+from driftbench.reproduce.claim import DIAGNOSIS_KINDS, Claim
 from driftbench.reproduce.claim_file import load_claims, read_claim_file
-from driftbench.reproduce.report import COLUMNS, read_report, report_section, row, write_report
-from driftbench.reproduce.run import (
-    ClaimResult,
-    Plan,
-    Report,
-    Setting,
-    evaluate,
-    finalize,
-    plan,
-    reproduce,
-    second_look,
-    with_literal,
-)
+from driftbench.reproduce.judging import ClaimResult, finalize, judge_claim, second_look
+from driftbench.reproduce.planning import RunPlan, Setting, plan, with_literal
+from driftbench.reproduce.report import COLUMNS, Report, read_report, report_section, row, write_report
+from driftbench.reproduce.run import reproduce
+from driftbench.reproduce.scoring import score_claim
 from driftbench.reproduce.verdict import (
     ALPHA,
     DIRECTION_ONLY,
@@ -109,6 +101,11 @@ def one_claim(tmp_path: Path, methods: str, direction: str, metric: str = "final
     )
     (claim,) = read_claim_file(claim_file(tmp_path, table))
     return claim
+
+
+def evaluate(claim: Claim, runs: dict[int, dict[str, Summary]], twins=None, alpha: float = ALPHA) -> ClaimResult:
+    """The claim's test (before Holm) on these runs: scored, then judged."""
+    return judge_claim(claim, score_claim(claim, runs, twins), alpha)
 
 
 def seeds(**values: list[float]) -> dict[int, dict[str, Summary]]:
@@ -276,7 +273,7 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     assert set(runs.untestable) == set(workload) | without_flower
     assert {k: v for k, v in runs.untestable.items() if k in workload} == workload
     distinct = {(s, j.method, tuple(sorted(j.method_sets.items()))) for s, jobs in runs.jobs.items() for j in jobs}
-    assert runs.runs == len(distinct) < sum(len(c.run_methods) for c in bundled)  # claims share runs
+    assert runs.count == len(distinct) < sum(len(c.run_methods) for c in bundled)  # claims share runs
     folders = [j.execution.out / j.label for jobs in runs.jobs.values() for j in jobs]
     assert len(set(folders)) == len(folders)  # a method with a claim's overrides gets a run folder of its own
 
@@ -293,7 +290,7 @@ def test_without_flower_its_claims_are_untestable_with_the_reason_and_the_others
     flower = flower_claims(bundled)
     assert len(flower) == 4 and set(runs.untestable) == flower | {c.key for c in bundled if c.workload}
     assert all(runs.untestable[key].endswith("needs Flower: pip install 'driftbench[flower]'") for key in flower)
-    assert runs.runs > 0  # the claims that need no Flower still run
+    assert runs.count > 0  # the claims that need no Flower still run
     figure6 = [c for c in bundled if c.key in flower]
     report = reproduce(figure6, (0,), "embedded", PoolOptions(jobs=1, quiet=True), Execution(out=tmp_path))
     assert [r.verdict for r in report.results] == [UNTESTABLE] * 4 and not report.outcomes
@@ -322,7 +319,7 @@ def test_settings_of_one_trace_get_their_own_folders_and_waves(tmp_path):
     default, other, static = Setting("label-swap", ()), Setting("label-swap", (("concepts", "6"),)), Setting("static", ())
     assert default.folder(tmp_path) == tmp_path and other.folder(tmp_path) == tmp_path / "label-swap+concepts=6"
     assert Setting("rotation", (("scale", "paper"),)).folder(tmp_path).name == "rotation+scale=paper"
-    assert Plan({default: [], other: [], static: []}, {}).waves() == [[default, static], [other]]
+    assert RunPlan({default: [], other: [], static: []}, {}).waves() == [[default, static], [other]]
 
 
 def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
@@ -749,7 +746,7 @@ def test_the_second_look_judges_the_open_claims_on_every_seed_and_keeps_the_deci
 
 def test_a_literal_twin_runs_the_claim_again_with_the_literal_variants_in_its_own_family(tmp_path, monkeypatch):
     literal = {"fedcm": "fedcm-literal", "fedcm-star": "fedcm-literal-star"}
-    monkeypatch.setattr("driftbench.reproduce.run.literal_variant", literal.get)
+    monkeypatch.setattr("driftbench.reproduce.planning.literal_variant", literal.get)
     extra = 'premises = ["pre_drift_accuracy: fedcm = fedcm-star within 0.03", "none degenerate"]\n'
     extra += "method_set = { fedcm = { tau = -0.8 } }\n"
     kind = 'kind = "exact"\nunit = "permille"\npaper_value = { fedcm = 1, fedcm-star = 27 }\n'
@@ -771,7 +768,7 @@ def test_a_literal_twin_runs_the_claim_again_with_the_literal_variants_in_its_ow
 
 
 def test_a_literal_twin_shows_its_own_diagnosis_where_the_claim_names_one(tmp_path, monkeypatch):
-    monkeypatch.setattr("driftbench.reproduce.run.literal_variant", {"a": "a-literal"}.get)
+    monkeypatch.setattr("driftbench.reproduce.planning.literal_variant", {"a": "a-literal"}.get)
     shared = "".join(
         f'[diagnoses.{name}]\nkind = "method"\ncommand = "driftbench run"\nevidence = "{name}: 0.5 against 0.9"\n'
         for name in ("default-fails", "literal-collapses")

@@ -21,7 +21,8 @@ from driftbench.config import require
 from driftbench.record.schema import Summary
 from driftbench.reproduce.claim import CALIBRATION_TOLERANCE, Calibration, Claim, MethodRun
 from driftbench.reproduce.metrics import Context, metric_spec
-from driftbench.reproduce.run import Plan, Setting, execute_plan, planned_jobs
+from driftbench.reproduce.planning import Setting, plan_needs
+from driftbench.reproduce.run import execute_plan
 from driftbench.runner import Execution, PoolOptions
 
 ACCURACY_POINTS = 100.0
@@ -79,7 +80,7 @@ def calibrate(
     measured = []
     for (setting, cal, at), keys in groups.items():
         method = MethodRun(cal.method, cal.method_sets)
-        outcomes = execute_plan(Plan(planned_jobs({setting: [method]}, at, execution), {}), pool)
+        outcomes = execute_plan(plan_needs({setting: [method]}, at, execution), pool)
         summaries = [outcomes[(setting, method, seed)] for seed in at]
         failed = next((o for o in summaries if o.summary is None or o.summary.status != "ok"), None)
         accuracy: tuple[float, ...] | str = (

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from driftbench.evaluation.plots import Plot, quiet_matplotlib, render
-from driftbench.reproduce.run import ClaimResult
+from driftbench.reproduce.judging import ClaimResult
 from driftbench.reproduce.verdict import (
     AT_LEAST,
     AT_MOST,
