@@ -26,7 +26,15 @@ from driftbench.record.schema import (
 )
 from driftbench.reproduce.claim import DIAGNOSIS_KINDS, Claim
 from driftbench.reproduce.claim_file import load_claims, read_claim_file
-from driftbench.reproduce.judging import ClaimResult, finalize, judge_claim, second_look
+from driftbench.reproduce.judging import (
+    ClaimResult,
+    ClaimScores,
+    finalize,
+    judge,
+    judge_claim,
+    open_claims,
+    second_look,
+)
 from driftbench.reproduce.planning import RunPlan, Setting, plan, with_literal
 from driftbench.reproduce.report import COLUMNS, Report, read_report, report_section, row, write_report
 from driftbench.reproduce.run import reproduce
@@ -742,6 +750,37 @@ def test_the_second_look_judges_the_open_claims_on_every_seed_and_keeps_the_deci
     assert final[3].seeds == tuple(range(5)) and "second stage (seeds 5-9): run static/a/seed5 not recorded" in final[3].reason
     at_one_look = finalize([again[0]], ALPHA)  # the same 10 seeds as one look: the level is 0.025, not 0.0147
     assert at_one_look[0].verdict == REPRODUCED
+
+
+def test_judging_is_pure_plain_per_seed_scores_give_the_same_verdicts_with_no_run_or_file(tmp_path, monkeypatch):
+    """``judge`` on hand-written scores (no summary, no run folder), twice and over two looks: nothing is opened."""
+    pair = one_claim(tmp_path, '["a", "b"]', "a > b")  # the paper's effect: 10 points
+    premised = replace(one_claim(tmp_path, '["a", "b"]', "a > b", extra='premises = ["final_accuracy: b > a"]\n'), id="p")
+    faster = replace(one_claim(tmp_path, '["a", "b"]', "a > b", "tta_speedup", 'target = "b"\n'), id="faster")
+
+    def scores(a: list[float], b: list[float], **extra) -> ClaimScores:
+        values = {s: {"a": x, "b": y} for s, (x, y) in enumerate(zip(a, b))}
+        return ClaimScores(values, {s: {"a": (), "b": ()} for s in values}, **extra)
+
+    scored = [
+        (pair, scores([0.70, 0.62, 0.73], [0.60] * 3)),  # one-sided p 0.063: open
+        (premised, scores([0.8] * 3, [0.6] * 3, premises=({s: {"a": 0.8, "b": 0.6} for s in range(3)},))),
+        (faster, scores([-1.0, -1.1, -0.9], [-2.0] * 3, reached={0: False, 1: True, 2: False})),  # values: -ln(hours)
+        (replace(pair, id="missing"), "run static/a/seed0 failed: out of memory"),
+    ]
+    again = [(pair, scores([0.70, 0.62, 0.73, 0.71, 0.69, 0.70], [0.60] * 6))]  # the open claim on both stages' seeds
+    with monkeypatch.context() as nothing_read:
+        for name in ("builtins.open", "io.open", "driftbench.record.scores.run_rows"):
+            nothing_read.setattr(name, lambda *args, **kwargs: pytest.fail("judging read a file"))
+        first, twice = judge(scored), judge(list(scored))
+        looked, two_looks = judge(scored, (3, 4, 5)), judge(scored, (3, 4, 5), again)
+    assert first == twice
+    assert [r.verdict for r in first] == [INCONCLUSIVE, INVALID_PREMISE, NOT_REPRODUCED, UNTESTABLE]
+    assert first[1].reason == "premise 'final_accuracy: b > a' fails: b 0.600, a 0.800"
+    assert first[2].reason == "a never reaches b's final accuracy at seed 0, 2: no speed-up there"
+    assert first[3].reason == "run static/a/seed0 failed: out of memory"
+    assert open_claims(looked) == [pair]
+    assert (two_looks[0].verdict, two_looks[0].seeds) == (REPRODUCED, tuple(range(6))) and two_looks[1:] == first[1:]
 
 
 def test_a_literal_twin_runs_the_claim_again_with_the_literal_variants_in_its_own_family(tmp_path, monkeypatch):

@@ -1,8 +1,4 @@
-"""Per-run scores read off a run's per-round rows: peak accuracy, time to a target accuracy, whether it reaches one.
-
-Each score takes the rows (a DataFrame as ``read_rounds`` returns), wherever they come from; ``run_rows`` reads a
-finished run's from its folder.
-"""
+"""Per-run scores, each from a run's per-round rows (a DataFrame as ``read_rounds`` returns): peak accuracy, time to a target."""
 
 from __future__ import annotations
 

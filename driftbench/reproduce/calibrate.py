@@ -1,10 +1,4 @@
-"""``driftbench reproduce --calibrate``: the reference baseline of each calibrated stand-in, run at its calibration seeds.
-
-A claim on a stand-in for data that is not here (CIFAR-10, FIELDING's traces) records in ``calibrated_to`` how close
-a reference baseline lands to the paper's figure for that table: its final accuracy in points (or its peak, where the
-table prints that), at seeds the report does not use. This re-runs that baseline on the claim's setting (once per
-setting, method and seeds, however many claims share it) and sets the measured accuracy beside the recorded one.
-"""
+"""``driftbench reproduce --calibrate``: the reference baseline of each calibrated stand-in, run at its calibration seeds."""
 
 from __future__ import annotations
 
@@ -67,7 +61,13 @@ class Measured:
 def calibrate(
     claims: Sequence[Claim], seeds: tuple[int, ...] | None, scale: str, pool: PoolOptions, execution: Execution
 ) -> list[Measured]:
-    """Run each calibrated setting's reference at ``seeds`` (default: the recorded ones); their final or peak accuracies."""
+    """Run each calibrated setting's reference at ``seeds`` (default: the recorded ones); their final or peak accuracies.
+
+    A claim on a stand-in for data that is not here (CIFAR-10, FIELDING's traces) records in ``calibrated_to`` how close
+    a reference baseline lands to the paper's figure for that table: its final accuracy in points (or its peak, where the
+    table prints that), at seeds the report does not use. This re-runs that baseline on the claim's setting (once per
+    setting, method and seeds, however many claims share it), to set the measured accuracy beside the recorded one.
+    """
     groups: dict[tuple[Setting, Calibration, tuple[int, ...]], list[str]] = {}
     for claim in claims:
         if claim.calibrated_to:

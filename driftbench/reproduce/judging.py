@@ -1,8 +1,4 @@
-"""Judging, pure: each claim's verdict from its per-seed scores, Holm and magnitude over a look, and the two looks.
-
-Nothing here reads a run or a file: ``judge`` takes plain numbers (``ClaimScores``, which ``scoring`` reads off the
-runs), so a report judged from archived scores gets the verdicts ``run.reproduce`` gets from the runs themselves.
-"""
+"""Judging, pure: each claim's verdict from plain per-seed scores, Holm and magnitude over a look, and the two looks."""
 
 from __future__ import annotations
 
@@ -88,6 +84,9 @@ class ClaimResult:
 
 def judge(scored: Sequence[Scored], second: tuple[int, ...] = (), again: Sequence[Scored] = ()) -> list[ClaimResult]:
     """The claims' verdicts from their scores, in their order: pure, the same verdicts for the same arguments.
+
+    Nothing is read but the arguments, plain numbers (``ClaimScores``, which ``scoring`` reads off the runs), so
+    scores archived from a report judge again to the verdicts ``run.reproduce`` gave.
 
     ``scored``: each claim with its scores at the first stage's seeds, or why it is untestable. ``second``: the seeds
     of a second stage, declared before it runs: both looks then test at Pocock's level (``VERDICT_RULE``). ``again``:

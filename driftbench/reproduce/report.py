@@ -1,8 +1,4 @@
-"""The reproduce report: reproduce.md and reproduce.csv, one row per claim, forest plots, and the leaderboard page's section.
-
-reproduce.csv holds every field in full; reproduce.md names each row's diagnosis by its id and kind and lists every
-diagnosis once below the table, with its evidence and command.
-"""
+"""The reproduce report: its headline, reproduce.md and reproduce.csv (a row per claim), forest plots, the page's section."""
 
 from __future__ import annotations
 
@@ -233,7 +229,9 @@ def markdown_cell(text: str) -> str:
 def write_report(report: Report, folder: Path) -> list[Path]:
     """Write reproduce.md, reproduce.csv (one row per claim, ``COLUMNS``) and each paper's forest plot into ``folder``.
 
-    Without matplotlib the plots are left out, and reproduce.md says so.
+    reproduce.csv holds every field in full; reproduce.md names each row's diagnosis by its id and kind and lists every
+    diagnosis once below the table, with its evidence and command. Without matplotlib the plots are left out, and
+    reproduce.md says so.
     """
     folder.mkdir(parents=True, exist_ok=True)
     buffer = io.StringIO()

@@ -1,11 +1,4 @@
-"""``driftbench reproduce``: plan the runs the claims need, run them through the sweep, score them, judge each claim.
-
-A claim names a trace and its ``--set`` overrides, the methods it compares, a metric, the
-paper's figure as published and a direction (``claim``). The claims' runs go through the sweep
-(``driftbench.runner``): a trace, method and seed is one run however many claims use it,
-finished runs are skipped and interrupted ones resume. Each claim's runs are scored
-(``scoring``) and judged (``judging``, by the rule in ``verdict``) into a row of the report (``report``).
-"""
+"""``driftbench reproduce``, the pipeline: plan the runs the claims need, run them through the sweep, score, judge."""
 
 from __future__ import annotations
 
@@ -32,8 +25,13 @@ def reproduce(
     execution: Execution,
     second: tuple[int, ...] = (),
 ) -> Report:
-    """Run what the claims need (skipping finished runs) and judge each claim; with ``second``, the claims the first
-    stage leaves inconclusive run those seeds too and are judged again on all of them (the verdict rule's two stages)."""
+    """Run what the claims need and judge each claim; with ``second``, the claims the first stage leaves inconclusive
+    run those seeds too and are judged again on all of them (the verdict rule's two stages).
+
+    The runs go through the sweep (``driftbench.runner``): a trace, method and seed is one run however many claims use
+    it, finished runs are skipped and interrupted ones resume. Each claim's runs are scored (``scoring``) and judged
+    (``judging``).
+    """
     started = time.perf_counter()
     claims = with_literal(claims)
     planned = plan(claims, seeds, scale, execution)

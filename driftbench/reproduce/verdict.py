@@ -1,7 +1,4 @@
-"""The verdict on a claim from its per-seed statistics: paired t-tests, Holm over each paper's claims, the paper's magnitude.
-
-The rule itself is ``VERDICT_RULE`` below, written once: reports, the leaderboard page and docs/reproduce.md quote it.
-"""
+"""The verdict rule (``VERDICT_RULE``, which reports quote) and its statistics: paired t-tests, Holm, the paper's magnitude."""
 
 from __future__ import annotations
 
@@ -15,6 +12,7 @@ from scipy.stats import t as student_t
 from driftbench.evaluation.paired import MAX_SEEDS, Interval, paired_interval, seeds_needed
 
 RULE_TITLE = "Verdict rule. "  # how reports head the rule
+# the rule, written once: reports, the leaderboard page and docs/reproduce.md quote it
 VERDICT_RULE = (
     "For each seed the claim's statistic e is computed from that seed's runs (one pair, or one set, "
     'of runs on the same trace and seed), positive when the claim holds at that seed. For "A > B" it is metric(A) '
