@@ -275,14 +275,14 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     assert all((c.paper_value is None) == (c.kind == "driftbench") for c in bundled)  # a paper claim has the paper's value
     assert all(bool(c.difference) == (c.kind == "proxy") for c in bundled)
     assert all((c.bound is not None) == (c.kind == "bound") for c in bundled)
-    runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
+    planned = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
     without_flower = set() if importlib.util.find_spec("flwr") else flower_claims(bundled)  # the tests accept both states
     workload = {c.key: f"workload differs: {c.workload}" for c in bundled if c.workload}
-    assert set(runs.untestable) == set(workload) | without_flower
-    assert {k: v for k, v in runs.untestable.items() if k in workload} == workload
-    distinct = {(s, j.method, tuple(sorted(j.method_sets.items()))) for s, jobs in runs.jobs.items() for j in jobs}
-    assert runs.count == len(distinct) < sum(len(c.run_methods) for c in bundled)  # claims share runs
-    folders = [j.execution.out / j.label for jobs in runs.jobs.values() for j in jobs]
+    assert set(planned.untestable) == set(workload) | without_flower
+    assert {k: v for k, v in planned.untestable.items() if k in workload} == workload
+    distinct = {(s, j.method, tuple(sorted(j.method_sets.items()))) for s, jobs in planned.jobs.items() for j in jobs}
+    assert planned.count == len(distinct) < sum(len(c.run_methods) for c in bundled)  # claims share runs
+    folders = [j.execution.out / j.label for jobs in planned.jobs.values() for j in jobs]
     assert len(set(folders)) == len(folders)  # a method with a claim's overrides gets a run folder of its own
 
 
@@ -294,15 +294,15 @@ def flower_claims(claims):
 def test_without_flower_its_claims_are_untestable_with_the_reason_and_the_others_run(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "flwr.server", None)  # as if flwr were not installed
     bundled = load_claims()
-    runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
+    planned = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
     flower = flower_claims(bundled)
-    assert len(flower) == 4 and set(runs.untestable) == flower | {c.key for c in bundled if c.workload}
-    assert all(runs.untestable[key].endswith("needs Flower: pip install 'driftbench[flower]'") for key in flower)
-    assert runs.count > 0  # the claims that need no Flower still run
+    assert len(flower) == 4 and set(planned.untestable) == flower | {c.key for c in bundled if c.workload}
+    assert all(planned.untestable[key].endswith("needs Flower: pip install 'driftbench[flower]'") for key in flower)
+    assert planned.count > 0  # the claims that need no Flower still run
     figure6 = [c for c in bundled if c.key in flower]
     report = reproduce(figure6, (0,), "embedded", PoolOptions(jobs=1, quiet=True), Execution(out=tmp_path))
     assert [r.verdict for r in report.results] == [UNTESTABLE] * 4 and not report.outcomes
-    assert report.results[0].reason == runs.untestable[figure6[0].key]
+    assert report.results[0].reason == planned.untestable[figure6[0].key]
 
 
 def test_claims_that_cannot_run_are_untestable_with_the_reason(tmp_path):
@@ -315,10 +315,10 @@ def test_claims_that_cannot_run_are_untestable_with_the_reason(tmp_path):
 
     text = claim("static", "fedcm-nomigrate > fedcm") + claim("nowhere", "fedavg > oracle") + claim("static", "fedavg > oracle")
     claims = read_claim_file(claim_file(tmp_path, text))
-    runs = plan(claims, (0,), "embedded", Execution(out=tmp_path))
-    assert runs.untestable["paper/fedcm-nomigrate-static"].startswith("method 'fedcm-nomigrate' is not in methods/")
-    assert runs.untestable["paper/fedavg-nowhere"].startswith("unknown trace 'nowhere'")
-    assert [j.label for j in runs.jobs[Setting("static", ())]] == ["static/fedavg/seed0", "static/oracle/seed0"]
+    planned = plan(claims, (0,), "embedded", Execution(out=tmp_path))
+    assert planned.untestable["paper/fedcm-nomigrate-static"].startswith("method 'fedcm-nomigrate' is not in methods/")
+    assert planned.untestable["paper/fedavg-nowhere"].startswith("unknown trace 'nowhere'")
+    assert [j.label for j in planned.jobs[Setting("static", ())]] == ["static/fedavg/seed0", "static/oracle/seed0"]
     paper = plan(claims[2:], (0,), "paper", Execution(out=tmp_path))
     assert "static.toml: trace has no [scale.paper] table" in paper.untestable["paper/fedavg-static"] and not paper.jobs
 
@@ -892,8 +892,8 @@ def test_peak_accuracy_and_the_delta_against_the_no_drift_twin(tmp_path):
 def test_method_overrides_give_runs_of_their_own(tmp_path):
     claim = one_claim(tmp_path, '["cflgt", "ifca"]', "cflgt > ifca", extra="method_set = { ifca = { k = 5 } }\n")
     other = replace(one_claim(tmp_path, '["cflgt", "ifca"]', "cflgt > ifca"), id="d")
-    runs = plan([claim, other], (0,), "embedded", Execution(out=tmp_path))
-    jobs = runs.jobs[Setting("static", ())]
+    planned = plan([claim, other], (0,), "embedded", Execution(out=tmp_path))
+    jobs = planned.jobs[Setting("static", ())]
     assert sorted((j.method, str(j.method_sets)) for j in jobs) == [("cflgt", "{}"), ("ifca", "{'k': '5'}"), ("ifca", "{}")]
     assert {str(j.execution.out.relative_to(tmp_path.resolve())) for j in jobs} == {".", "ifca+k=5"}
     assert claim.method_run("ifca").label == "ifca(k=5)"

@@ -33,8 +33,7 @@ class Metric:
     shown: Callable[[float], float] = float  # the value as the report shows it
 
 
-def mean_or_none(values: Sequence[float]) -> float | None:
-    """The mean of ``values``; None for none."""
+def _mean_or_none(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
@@ -75,16 +74,16 @@ METRICS: dict[str, Metric] = {
         lambda s, _: s.streaming.post_drift_accuracy, "no evaluation at or after a drift event", "{:.3f}"
     ),
     "mean_drop": Metric(
-        lambda s, _: mean_or_none([r.drop for r in s.recovery if r.drop is not None]),
+        lambda s, _: _mean_or_none([r.drop for r in s.recovery if r.drop is not None]),
         "no drift event with an evaluation before it",
         "{:.3f}",
     ),
     "rounds_to_recover": Metric(
-        lambda s, _: mean_or_none([r.rounds_to_recover for r in s.recovery if r.rounds_to_recover is not None]),
+        lambda s, _: _mean_or_none([r.rounds_to_recover for r in s.recovery if r.rounds_to_recover is not None]),
         "no drift event it recovered from",
     ),
     "delta_permille": Metric(
-        lambda s, _: mean_or_none([r.delta_permille for r in s.recovery if r.delta_permille is not None]),
+        lambda s, _: _mean_or_none([r.delta_permille for r in s.recovery if r.delta_permille is not None]),
         "no drift event with an evaluation before it",
     ),
     "delta_permille_stable": Metric(stable_delta, "no final accuracy"),
