@@ -22,9 +22,9 @@ from driftbench.config import parse_sets
 from driftbench.errors import ConfigError, DriftbenchError, RecordError
 from driftbench.methods import catalog as method_catalog
 from driftbench.record.schema import ROUND_COLUMNS, read_rounds, read_summary
-from driftbench.reproduce.claims import read_claim_file
+from driftbench.reproduce.claim_file import read_claim_file
+from driftbench.reproduce.planning import plan
 from driftbench.reproduce.report import read_report
-from driftbench.reproduce.run import plan
 from driftbench.reproduce.verdict import UNTESTABLE
 from driftbench.runner import Execution
 from driftbench.traces import catalog as trace_catalog
@@ -312,9 +312,9 @@ def test_claim_files_with_wrong_types_names_premises_and_twins(edits):
         except DriftbenchError as exc:
             assert str(exc).startswith(f"{path}: ") and "\n" not in str(exc), str(exc)
             return
-        runs = plan(claims, (0,), "embedded", Execution(out=Path(folder)))
-    assert all(reason and "\n" not in reason for reason in runs.untestable.values())
-    assert len(runs.untestable) + len({c.key for c in claims} - set(runs.untestable)) == len(claims)
+        planned = plan(claims, (0,), "embedded", Execution(out=Path(folder)))
+    assert all(reason and "\n" not in reason for reason in planned.untestable.values())
+    assert len(planned.untestable) + len({c.key for c in claims} - set(planned.untestable)) == len(claims)
 
 
 @pytest.mark.parametrize(
@@ -345,8 +345,8 @@ def test_claim_file_errors_name_the_file_claim_and_field(tmp_path, fields, refus
 def test_claims_that_cannot_run_are_planned_untestable_with_the_reason(tmp_path, fields, reason):
     path = tmp_path / "paper.toml"
     path.write_text(claim_file_text([(0, fields)]))
-    runs = plan(read_claim_file(path), (0,), "embedded", Execution(out=tmp_path))
-    assert set(runs.untestable) == {"paper/a"} and runs.untestable["paper/a"].startswith(reason)
+    planned = plan(read_claim_file(path), (0,), "embedded", Execution(out=tmp_path))
+    assert set(planned.untestable) == {"paper/a"} and planned.untestable["paper/a"].startswith(reason)
 
 
 RECORD_SET = 'clients = 6, rounds = 4, "train.participants" = 3, "train.local_steps" = 1'

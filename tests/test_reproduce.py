@@ -24,20 +24,21 @@ from driftbench.record.schema import (
     read_summary,
     write_rounds,
 )
-from driftbench.reproduce.claims import DIAGNOSIS_KINDS, load_claims, read_claim_file
-from driftbench.reproduce.report import COLUMNS, read_report, report_section, row, write_report
-from driftbench.reproduce.run import (
+from driftbench.reproduce.claim import DIAGNOSIS_KINDS, Claim
+from driftbench.reproduce.claim_file import load_claims, read_claim_file
+from driftbench.reproduce.judging import (
     ClaimResult,
-    Plan,
-    Report,
-    Setting,
-    evaluate,
+    ClaimScores,
     finalize,
-    plan,
-    reproduce,
+    judge,
+    judge_claim,
+    open_claims,
     second_look,
-    with_literal,
 )
+from driftbench.reproduce.planning import RunPlan, Setting, plan, with_literal
+from driftbench.reproduce.report import COLUMNS, Report, read_report, report_section, row, write_report
+from driftbench.reproduce.run import reproduce
+from driftbench.reproduce.scoring import score_claim
 from driftbench.reproduce.verdict import (
     ALPHA,
     DIRECTION_ONLY,
@@ -108,6 +109,11 @@ def one_claim(tmp_path: Path, methods: str, direction: str, metric: str = "final
     )
     (claim,) = read_claim_file(claim_file(tmp_path, table))
     return claim
+
+
+def evaluate(claim: Claim, runs: dict[int, dict[str, Summary]], twins=None, alpha: float = ALPHA) -> ClaimResult:
+    """The claim's test (before Holm) on these runs: scored, then judged."""
+    return judge_claim(claim, score_claim(claim, runs, twins), alpha)
 
 
 def seeds(**values: list[float]) -> dict[int, dict[str, Summary]]:
@@ -210,7 +216,7 @@ def test_tta_speedup_times_each_run_to_the_target_methods_final_accuracy(tmp_pat
     fielding = run("fielding", [0.1, 0.7, 0.7, 0.7, 0.7])  # 3-means 0.1, 0.4, 0.5 (30 s), 0.7 (40 s): crosses 0.6 at 35 s
     never = run("never", [0.1, 0.2, 0.2, 0.2, 0.2])
     claim = one_claim(tmp_path, '["fielding", "feddrift"]', "fielding > feddrift", "tta_speedup", 'target = "feddrift"\n')
-    assert claim.runs == ("fielding", "feddrift")
+    assert claim.run_methods == ("fielding", "feddrift")
     result = evaluate(claim, {0: {"fielding": fielding, "feddrift": feddrift}})
     assert result.figure == (
         "tta_speedup (time to feddrift's final accuracy): fielding 0.00972 sim h; feddrift 0.0139 sim h; "
@@ -222,7 +228,7 @@ def test_tta_speedup_times_each_run_to_the_target_methods_final_accuracy(tmp_pat
     slow = evaluate(claim, {0: {"fielding": never, "feddrift": feddrift}})  # neither reaches it: both count at their end
     assert slow.figure.endswith("fielding over feddrift 1.00x (geometric mean)")
     default = one_claim(tmp_path, '["fielding", "feddrift"]', "fielding > feddrift", "tta_speedup")
-    assert default.target == "fedavg" and default.runs == ("fielding", "feddrift", "fedavg")
+    assert default.target == "fedavg" and default.run_methods == ("fielding", "feddrift", "fedavg")
 
 
 BAD_CLAIMS = [
@@ -269,34 +275,34 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     assert all((c.paper_value is None) == (c.kind == "driftbench") for c in bundled)  # a paper claim has the paper's value
     assert all(bool(c.difference) == (c.kind == "proxy") for c in bundled)
     assert all((c.bound is not None) == (c.kind == "bound") for c in bundled)
-    runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
+    planned = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
     without_flower = set() if importlib.util.find_spec("flwr") else flower_claims(bundled)  # the tests accept both states
     workload = {c.key: f"workload differs: {c.workload}" for c in bundled if c.workload}
-    assert set(runs.untestable) == set(workload) | without_flower
-    assert {k: v for k, v in runs.untestable.items() if k in workload} == workload
-    distinct = {(s, j.method, tuple(sorted(j.method_sets.items()))) for s, jobs in runs.jobs.items() for j in jobs}
-    assert runs.runs == len(distinct) < sum(len(c.runs) for c in bundled)  # claims share runs
-    folders = [j.execution.out / j.label for jobs in runs.jobs.values() for j in jobs]
+    assert set(planned.untestable) == set(workload) | without_flower
+    assert {k: v for k, v in planned.untestable.items() if k in workload} == workload
+    distinct = {(s, j.method, tuple(sorted(j.method_sets.items()))) for s, jobs in planned.jobs.items() for j in jobs}
+    assert planned.count == len(distinct) < sum(len(c.run_methods) for c in bundled)  # claims share runs
+    folders = [j.execution.out / j.label for jobs in planned.jobs.values() for j in jobs]
     assert len(set(folders)) == len(folders)  # a method with a claim's overrides gets a run folder of its own
 
 
 def flower_claims(claims):
     """The keys of the claims that run a method aggregated by a Flower strategy."""
-    return {c.key for c in claims if any(getattr(load_method(m).params, "aggregator", "mean") != "mean" for m in c.runs)}
+    return {c.key for c in claims if any(getattr(load_method(m).params, "aggregator", "mean") != "mean" for m in c.run_methods)}
 
 
 def test_without_flower_its_claims_are_untestable_with_the_reason_and_the_others_run(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "flwr.server", None)  # as if flwr were not installed
     bundled = load_claims()
-    runs = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
+    planned = plan(bundled, (0,), "embedded", Execution(out=tmp_path))
     flower = flower_claims(bundled)
-    assert len(flower) == 4 and set(runs.untestable) == flower | {c.key for c in bundled if c.workload}
-    assert all(runs.untestable[key].endswith("needs Flower: pip install 'driftbench[flower]'") for key in flower)
-    assert runs.runs > 0  # the claims that need no Flower still run
+    assert len(flower) == 4 and set(planned.untestable) == flower | {c.key for c in bundled if c.workload}
+    assert all(planned.untestable[key].endswith("needs Flower: pip install 'driftbench[flower]'") for key in flower)
+    assert planned.count > 0  # the claims that need no Flower still run
     figure6 = [c for c in bundled if c.key in flower]
     report = reproduce(figure6, (0,), "embedded", PoolOptions(jobs=1, quiet=True), Execution(out=tmp_path))
     assert [r.verdict for r in report.results] == [UNTESTABLE] * 4 and not report.outcomes
-    assert report.results[0].reason == runs.untestable[figure6[0].key]
+    assert report.results[0].reason == planned.untestable[figure6[0].key]
 
 
 def test_claims_that_cannot_run_are_untestable_with_the_reason(tmp_path):
@@ -309,10 +315,10 @@ def test_claims_that_cannot_run_are_untestable_with_the_reason(tmp_path):
 
     text = claim("static", "fedcm-nomigrate > fedcm") + claim("nowhere", "fedavg > oracle") + claim("static", "fedavg > oracle")
     claims = read_claim_file(claim_file(tmp_path, text))
-    runs = plan(claims, (0,), "embedded", Execution(out=tmp_path))
-    assert runs.untestable["paper/fedcm-nomigrate-static"].startswith("method 'fedcm-nomigrate' is not in methods/")
-    assert runs.untestable["paper/fedavg-nowhere"].startswith("unknown trace 'nowhere'")
-    assert [j.label for j in runs.jobs[Setting("static", ())]] == ["static/fedavg/seed0", "static/oracle/seed0"]
+    planned = plan(claims, (0,), "embedded", Execution(out=tmp_path))
+    assert planned.untestable["paper/fedcm-nomigrate-static"].startswith("method 'fedcm-nomigrate' is not in methods/")
+    assert planned.untestable["paper/fedavg-nowhere"].startswith("unknown trace 'nowhere'")
+    assert [j.label for j in planned.jobs[Setting("static", ())]] == ["static/fedavg/seed0", "static/oracle/seed0"]
     paper = plan(claims[2:], (0,), "paper", Execution(out=tmp_path))
     assert "static.toml: trace has no [scale.paper] table" in paper.untestable["paper/fedavg-static"] and not paper.jobs
 
@@ -321,7 +327,7 @@ def test_settings_of_one_trace_get_their_own_folders_and_waves(tmp_path):
     default, other, static = Setting("label-swap", ()), Setting("label-swap", (("concepts", "6"),)), Setting("static", ())
     assert default.folder(tmp_path) == tmp_path and other.folder(tmp_path) == tmp_path / "label-swap+concepts=6"
     assert Setting("rotation", (("scale", "paper"),)).folder(tmp_path).name == "rotation+scale=paper"
-    assert Plan({default: [], other: [], static: []}, {}).waves() == [[default, static], [other]]
+    assert RunPlan({default: [], other: [], static: []}, {}).waves() == [[default, static], [other]]
 
 
 def test_reproduce_runs_the_claims_and_writes_the_report(tmp_path, capsys):
@@ -666,7 +672,7 @@ def test_labels_and_protocols_the_paper_audit_corrected():
     cflgt = bundled["cflgt/table1-fedprox"]
     assert cflgt.method_run("fedprox").sets == (("mu", "0.001"),)  # CFLGT's Table I caption: mu = 0.001
     assert load_method("fedprox", dict(cflgt.method_run("fedprox").sets)).params.mu == 0.001
-    others = [c for c in bundled.values() if c.paper != "cflgt" and "fedprox" in c.runs]
+    others = [c for c in bundled.values() if c.paper != "cflgt" and "fedprox" in c.run_methods]
     assert others and all(c.method_run("fedprox").sets == () for c in others)  # FIELDING's and Fed-CM's stay at 0.01
     assert load_method("fedprox").params.mu == 0.01
 
@@ -746,9 +752,40 @@ def test_the_second_look_judges_the_open_claims_on_every_seed_and_keeps_the_deci
     assert at_one_look[0].verdict == REPRODUCED
 
 
+def test_judging_is_pure_plain_per_seed_scores_give_the_same_verdicts_with_no_run_or_file(tmp_path, monkeypatch):
+    """``judge`` on hand-written scores (no summary, no run folder), twice and over two looks: nothing is opened."""
+    pair = one_claim(tmp_path, '["a", "b"]', "a > b")  # the paper's effect: 10 points
+    premised = replace(one_claim(tmp_path, '["a", "b"]', "a > b", extra='premises = ["final_accuracy: b > a"]\n'), id="p")
+    faster = replace(one_claim(tmp_path, '["a", "b"]', "a > b", "tta_speedup", 'target = "b"\n'), id="faster")
+
+    def scores(a: list[float], b: list[float], **extra) -> ClaimScores:
+        values = {s: {"a": x, "b": y} for s, (x, y) in enumerate(zip(a, b))}
+        return ClaimScores(values, {s: {"a": (), "b": ()} for s in values}, **extra)
+
+    scored = [
+        (pair, scores([0.70, 0.62, 0.73], [0.60] * 3)),  # one-sided p 0.063: open
+        (premised, scores([0.8] * 3, [0.6] * 3, premises=({s: {"a": 0.8, "b": 0.6} for s in range(3)},))),
+        (faster, scores([-1.0, -1.1, -0.9], [-2.0] * 3, reached={0: False, 1: True, 2: False})),  # values: -ln(hours)
+        (replace(pair, id="missing"), "run static/a/seed0 failed: out of memory"),
+    ]
+    again = [(pair, scores([0.70, 0.62, 0.73, 0.71, 0.69, 0.70], [0.60] * 6))]  # the open claim on both stages' seeds
+    with monkeypatch.context() as nothing_read:
+        for name in ("builtins.open", "io.open", "driftbench.record.scores.run_rows"):
+            nothing_read.setattr(name, lambda *args, **kwargs: pytest.fail("judging read a file"))
+        first, twice = judge(scored), judge(list(scored))
+        looked, two_looks = judge(scored, (3, 4, 5)), judge(scored, (3, 4, 5), again)
+    assert first == twice
+    assert [r.verdict for r in first] == [INCONCLUSIVE, INVALID_PREMISE, NOT_REPRODUCED, UNTESTABLE]
+    assert first[1].reason == "premise 'final_accuracy: b > a' fails: b 0.600, a 0.800"
+    assert first[2].reason == "a never reaches b's final accuracy at seed 0, 2: no speed-up there"
+    assert first[3].reason == "run static/a/seed0 failed: out of memory"
+    assert open_claims(looked) == [pair]
+    assert (two_looks[0].verdict, two_looks[0].seeds) == (REPRODUCED, tuple(range(6))) and two_looks[1:] == first[1:]
+
+
 def test_a_literal_twin_runs_the_claim_again_with_the_literal_variants_in_its_own_family(tmp_path, monkeypatch):
     literal = {"fedcm": "fedcm-literal", "fedcm-star": "fedcm-literal-star"}
-    monkeypatch.setattr("driftbench.reproduce.run.literal_variant", literal.get)
+    monkeypatch.setattr("driftbench.reproduce.planning.literal_variant", literal.get)
     extra = 'premises = ["pre_drift_accuracy: fedcm = fedcm-star within 0.03", "none degenerate"]\n'
     extra += "method_set = { fedcm = { tau = -0.8 } }\n"
     kind = 'kind = "exact"\nunit = "permille"\npaper_value = { fedcm = 1, fedcm-star = 27 }\n'
@@ -770,7 +807,7 @@ def test_a_literal_twin_runs_the_claim_again_with_the_literal_variants_in_its_ow
 
 
 def test_a_literal_twin_shows_its_own_diagnosis_where_the_claim_names_one(tmp_path, monkeypatch):
-    monkeypatch.setattr("driftbench.reproduce.run.literal_variant", {"a": "a-literal"}.get)
+    monkeypatch.setattr("driftbench.reproduce.planning.literal_variant", {"a": "a-literal"}.get)
     shared = "".join(
         f'[diagnoses.{name}]\nkind = "method"\ncommand = "driftbench run"\nevidence = "{name}: 0.5 against 0.9"\n'
         for name in ("default-fails", "literal-collapses")
@@ -798,7 +835,7 @@ def test_holm_over_a_papers_claims_keeps_its_driftbench_claims_apart(tmp_path):
 def test_a_failed_premise_gives_invalid_premise_with_the_failing_value(tmp_path):
     premise = 'premises = ["final_accuracy: oracle > a by 0.05", "none degenerate"]\n'
     claim = one_claim(tmp_path, '["a", "b"]', "a > b", extra=premise)
-    assert claim.runs == ("a", "b", "oracle")
+    assert claim.run_methods == ("a", "b", "oracle")
     runs = seeds(a=[0.80, 0.81, 0.82], b=[0.60, 0.61, 0.61], oracle=[0.83, 0.84, 0.85])
     result = evaluate(claim, runs)
     assert result.verdict == INVALID_PREMISE and result.p is None
@@ -855,8 +892,8 @@ def test_peak_accuracy_and_the_delta_against_the_no_drift_twin(tmp_path):
 def test_method_overrides_give_runs_of_their_own(tmp_path):
     claim = one_claim(tmp_path, '["cflgt", "ifca"]', "cflgt > ifca", extra="method_set = { ifca = { k = 5 } }\n")
     other = replace(one_claim(tmp_path, '["cflgt", "ifca"]', "cflgt > ifca"), id="d")
-    runs = plan([claim, other], (0,), "embedded", Execution(out=tmp_path))
-    jobs = runs.jobs[Setting("static", ())]
+    planned = plan([claim, other], (0,), "embedded", Execution(out=tmp_path))
+    jobs = planned.jobs[Setting("static", ())]
     assert sorted((j.method, str(j.method_sets)) for j in jobs) == [("cflgt", "{}"), ("ifca", "{'k': '5'}"), ("ifca", "{}")]
     assert {str(j.execution.out.relative_to(tmp_path.resolve())) for j in jobs} == {".", "ifca+k=5"}
     assert claim.method_run("ifca").label == "ifca(k=5)"

@@ -11,7 +11,7 @@ from driftbench.cli.common import add_log, add_scale, seed_list, text_table, tra
 
 if TYPE_CHECKING:
     from driftbench.cli.common import Subparsers
-    from driftbench.reproduce.claims import Claim
+    from driftbench.reproduce.claim import Claim
     from driftbench.runner import Execution, PoolOptions
 
 
@@ -68,7 +68,7 @@ def add_parser(sub: Subparsers) -> None:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """``driftbench reproduce``."""
     from driftbench.errors import ConfigError
-    from driftbench.reproduce.claims import load_claims
+    from driftbench.reproduce.claim_file import load_claims
     from driftbench.reproduce.report import rows, write_report
     from driftbench.reproduce.run import reproduce
     from driftbench.runner import Execution, PoolOptions

@@ -1,10 +1,4 @@
-"""``driftbench reproduce --calibrate``: the reference baseline of each calibrated stand-in, run at its calibration seeds.
-
-A claim on a stand-in for data that is not here (CIFAR-10, FIELDING's traces) records in ``calibrated_to`` how close
-a reference baseline lands to the paper's figure for that table: its final accuracy in points (or its peak, where the
-table prints that), at seeds the report does not use. This re-runs that baseline on the claim's setting (once per
-setting, method and seeds, however many claims share it) and sets the measured accuracy beside the recorded one.
-"""
+"""``driftbench reproduce --calibrate``: the reference baseline of each calibrated stand-in, run at its calibration seeds."""
 
 from __future__ import annotations
 
@@ -19,8 +13,10 @@ import numpy as np
 from driftbench.atomic import atomic_write
 from driftbench.config import require
 from driftbench.record.schema import Summary
-from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, Calibration, Claim, Context, MethodRun, metric_spec
-from driftbench.reproduce.run import Plan, Setting, execute_plan, planned_jobs
+from driftbench.reproduce.claim import CALIBRATION_TOLERANCE, Calibration, Claim, MethodRun
+from driftbench.reproduce.metrics import Context, metric_spec
+from driftbench.reproduce.planning import Setting, plan_needs
+from driftbench.reproduce.run import execute_plan
 from driftbench.runner import Execution, PoolOptions
 
 ACCURACY_POINTS = 100.0
@@ -65,7 +61,13 @@ class Measured:
 def calibrate(
     claims: Sequence[Claim], seeds: tuple[int, ...] | None, scale: str, pool: PoolOptions, execution: Execution
 ) -> list[Measured]:
-    """Run each calibrated setting's reference at ``seeds`` (default: the recorded ones); their final or peak accuracies."""
+    """Run each calibrated setting's reference at ``seeds`` (default: the recorded ones); their final or peak accuracies.
+
+    A claim on a stand-in for data that is not here (CIFAR-10, FIELDING's traces) records in ``calibrated_to`` how close
+    a reference baseline lands to the paper's figure for that table: its final accuracy in points (or its peak, where the
+    table prints that), at seeds the report does not use. This re-runs that baseline on the claim's setting (once per
+    setting, method and seeds, however many claims share it), to set the measured accuracy beside the recorded one.
+    """
     groups: dict[tuple[Setting, Calibration, tuple[int, ...]], list[str]] = {}
     for claim in claims:
         if claim.calibrated_to:
@@ -78,7 +80,7 @@ def calibrate(
     measured = []
     for (setting, cal, at), keys in groups.items():
         method = MethodRun(cal.method, cal.method_sets)
-        outcomes = execute_plan(Plan(planned_jobs({setting: [method]}, at, execution), {}), pool)
+        outcomes = execute_plan(plan_needs({setting: [method]}, at, execution), pool)
         summaries = [outcomes[(setting, method, seed)] for seed in at]
         failed = next((o for o in summaries if o.summary is None or o.summary.status != "ok"), None)
         accuracy: tuple[float, ...] | str = (

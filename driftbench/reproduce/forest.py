@@ -1,9 +1,4 @@
-"""The report's forest plots: per paper, each claim's effect with its 95% interval beside the paper's, coloured by verdict.
-
-Effects of different units share one axis as ours/paper: the paper's effect (or bound) is 1 on every row, the band
-from 1/3 to 3 is the verdict rule's magnitude, and 0 is no effect for a difference (for a ratio, no effect is 1x,
-marked on its row). The axis is symmetric-log (linear between -1 and 1), so an effect far off the paper's stays on it.
-"""
+"""The report's forest plots: per paper, each claim's effect with its 95% interval beside the paper's, coloured by verdict."""
 
 from __future__ import annotations
 
@@ -11,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from driftbench.evaluation.plots import Plot, quiet_matplotlib, render
-from driftbench.reproduce.run import ClaimResult
+from driftbench.reproduce.judging import ClaimResult
 from driftbench.reproduce.verdict import (
     AT_LEAST,
     AT_MOST,
@@ -61,7 +56,12 @@ def forest_plots(results: Sequence[ClaimResult]) -> list[Plot]:
 
 
 def forest_figure(rows: Sequence[ClaimResult]) -> Figure:
-    """The forest plot of one paper's drawable results, first claim on top."""
+    """The forest plot of one paper's drawable results, first claim on top.
+
+    Effects of different units share one axis as ours/paper: the paper's effect (or bound) is 1 on every row, the band
+    from 1/3 to 3 is the verdict rule's magnitude, and 0 is no effect for a difference (for a ratio, no effect is 1x,
+    marked on its row). The axis is symmetric-log (linear between -1 and 1), so an effect far off the paper's stays on it.
+    """
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 

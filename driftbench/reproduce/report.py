@@ -1,14 +1,11 @@
-"""The reproduce report: reproduce.md and reproduce.csv, one row per claim, forest plots, and the leaderboard page's section.
-
-reproduce.csv holds every field in full; reproduce.md names each row's diagnosis by its id and kind and lists every
-diagnosis once below the table, with its evidence and command.
-"""
+"""The reproduce report: its headline, reproduce.md and reproduce.csv (a row per claim), forest plots, the page's section."""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftbench.atomic import atomic_write
@@ -16,10 +13,12 @@ from driftbench.config import require
 from driftbench.errors import ConfigError
 from driftbench.evaluation.html_page import Section
 from driftbench.evaluation.plots import Plot
-from driftbench.reproduce.claims import CALIBRATION_TOLERANCE, Claim, Diagnosis
+from driftbench.reproduce.claim import CALIBRATION_TOLERANCE, Claim, Diagnosis
+from driftbench.reproduce.effects import ratio_effect
 from driftbench.reproduce.forest import CAPTION, forest_plots
-from driftbench.reproduce.run import ClaimResult, Report, ratio_effect
-from driftbench.reproduce.verdict import REPRODUCED, RULE_TITLE, VERDICT_RULE
+from driftbench.reproduce.judging import ClaimResult, seed_range
+from driftbench.reproduce.verdict import REPRODUCED, RULE_TITLE, VERDICT_RULE, VERDICTS, level
+from driftbench.runner import NOT_RECORDED, RunOutcome
 
 COLUMNS = {  # report column -> its heading in reproduce.md and on the HTML page
     "paper": "paper",
@@ -40,6 +39,60 @@ COLUMNS = {  # report column -> its heading in reproduce.md and on the HTML page
 }
 REPORT_FILES = ("reproduce.md", "reproduce.csv")
 NO_DIAGNOSIS = "none yet: not reproduced here, cause not established"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What ``reproduce`` found: one result per claim, the runs behind them and how long it took."""
+
+    results: list[ClaimResult]
+    seeds: tuple[int, ...]
+    scale: str
+    outcomes: list[RunOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+    paper_seconds: Mapping[str, float] = field(default_factory=dict)  # each paper's runs' recorded walls, summed
+    second: tuple[int, ...] = ()  # the second stage's seeds (the verdict rule), for the claims the first left open
+
+    def run_time(self) -> str:
+        """Each paper's run time: the recorded wall seconds of the runs its claims need, a shared run in each paper."""
+        hours = ", ".join(f"{paper} {seconds / 3600:.2f} h" for paper, seconds in self.paper_seconds.items())
+        return f"Run time by paper (the runs' recorded walls, one process each; a run two papers share counts in both): {hours}."
+
+    def headline(self) -> str:
+        """The paper claims' verdict counts, the driftbench claims' apart, then seeds, scale, runs and wall time."""
+        states = [o.state for o in self.outcomes]
+        paper = [r.verdict for r in self.results if r.claim.kind != "driftbench" and not r.claim.literal]
+        own = [r.verdict for r in self.results if r.claim.kind == "driftbench" and not r.claim.literal]
+        literal = [r.verdict for r in self.results if r.claim.literal]
+
+        def counts(verdicts: list[str]) -> str:
+            return ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
+
+        pending = f", {states.count(NOT_RECORDED)} {NOT_RECORDED}" if NOT_RECORDED in states else ""
+        calibrated = [r.claim.calibrated_to for r in self.results if r.claim.calibrated_to]
+        off = sum(not c.within for c in calibrated)
+        looks = f"Holm over each paper's claims at level {level(1):g}."
+        if self.second:
+            went = sum(set(self.second) <= set(r.seeds) for r in self.results)
+            looks = (
+                f"Holm over each paper's claims at each of two looks, at Pocock's level {level(2):g}: seeds "
+                f"{seed_range(self.seeds)}, then seeds {seed_range(self.second)} for the {went} claims the first left "
+                "inconclusive."
+            )
+        twins = (
+            f"{len(literal)} literal twins (claims run again with methods as their papers are written, where the "
+            f"default is a reading; their own Holm families, first look only): {counts(literal)}. "
+            if literal
+            else ""
+        )
+        return (
+            f"{len(paper)} paper claims: {counts(paper)}. {len(own)} driftbench claims (figures the papers do not "
+            f"report): {counts(own)}. {twins}{looks} {len(calibrated)} claims run on calibrated "
+            f"stand-ins, {off} of them more than {CALIBRATION_TOLERANCE:g} points off. "
+            f"Seeds {', '.join(map(str, self.seeds + self.second))}, scale "
+            f"{self.scale}; {len(states)} runs ({states.count('ran')} ran, {states.count('skipped')} up to date, "
+            f"{states.count('failed')} failed{pending}) in {self.seconds / 60:.1f} min wall."
+        )
 
 
 def shown_diagnosis(result: ClaimResult) -> Diagnosis | None:
@@ -176,7 +229,9 @@ def markdown_cell(text: str) -> str:
 def write_report(report: Report, folder: Path) -> list[Path]:
     """Write reproduce.md, reproduce.csv (one row per claim, ``COLUMNS``) and each paper's forest plot into ``folder``.
 
-    Without matplotlib the plots are left out, and reproduce.md says so.
+    reproduce.csv holds every field in full; reproduce.md names each row's diagnosis by its id and kind and lists every
+    diagnosis once below the table, with its evidence and command. Without matplotlib the plots are left out, and
+    reproduce.md says so.
     """
     folder.mkdir(parents=True, exist_ok=True)
     buffer = io.StringIO()

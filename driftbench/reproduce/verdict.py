@@ -1,38 +1,4 @@
-"""The verdict on a claim from its per-seed statistics: paired t-tests, Holm over each paper's claims, the paper's magnitude.
-
-Verdict rule. For each seed the claim's statistic e is computed from that seed's runs (one pair,
-or one set, of runs on the same trace and seed), positive when the claim holds at that seed. For
-"A > B" it is metric(A) - metric(B), for "A < B" metric(B) - metric(A), less X for "by X"; for
-"increasing" or "decreasing" over the claim's methods in order, the smallest step between
-neighbours in the claimed direction. A time-to-accuracy claim (tta_speedup) compares
--ln(simulated time to the target method's final accuracy), so e for "A > B" is the log of A's
-speed-up over B, the paper's definition; the method claimed faster must reach the target at
-every seed, or the claim is not reproduced (a run that never reaches it gives no speed-up). Each
-claim's p-value is the one-sided paired t-test of mean(e) > 0; "A = B within X" is an
-equivalence test instead (TOST: both one-sided t-tests of |mean(A - B)| < X, p the larger). The
-p-values of each paper's claims are adjusted together by Holm's method (a paper's driftbench
-claims, on figures the paper does not report, form their own family). Before any test, a claim's
-premises must hold on the seed means, else its verdict is "invalid premise" with the failing
-value. A claim passes if its Holm-adjusted p-value is below the look's level: 0.025 in a report
-of one stage (a 95% interval above 0 for one claim alone). A report of two stages declares its
-second stage before it runs: the claims the first stage's seeds (0-4) leave inconclusive run as
-many seeds again (5-9) and are judged on all of them, and both looks test at Pocock's level for
-two equal looks, 0.0147 (z = 2.178), which holds the chance of passing a false claim at 0.025
-over both; a claim decided at the first look keeps its verdict, and the second look's Holm
-family holds each claim's p-value from its last look. A claim that passes is reproduced if its
-effect is within 3x of the paper's (ratio ours/paper between 1/3 and 3; effects compared as
-differences in the paper's unit, or as ratios for speed-ups and ratio effects), and "direction
-only" if it is more than 3x off. Where the paper prints no effect but bounds it ("up to 0.9 %",
-"no gains"), the claim's paper value is that bound: it reproduces if our effect is at least (or
-at most) the bound, the 3x rule not applying, and holds as "direction only" on the wrong side of
-it. A claim that does not pass is not reproduced if the 95% t-interval of mean(e) lies below 0,
-or if the 95% t-interval of our per-seed effect (of the logs, for ratios) lies entirely below a
-third of the paper's effect (below the bound, for an "at least" bound): the paper's effect is
-excluded. It is inconclusive otherwise (always with one seed), when the report says how many
-seeds would settle it at the observed spread. A claim whose method, variant, trace, data or runs
-are missing, or whose paper workload the trace does not build yet, is untestable, and its row
-says why.
-"""
+"""The verdict rule (``VERDICT_RULE``, which reports quote) and its statistics: paired t-tests, Holm, the paper's magnitude."""
 
 from __future__ import annotations
 
@@ -45,17 +11,47 @@ from scipy.stats import t as student_t
 
 from driftbench.evaluation.paired import MAX_SEEDS, Interval, paired_interval, seeds_needed
 
-RULE_TITLE = "Verdict rule. "
-# the rule is written once, in the module docstring; reports and the README quote it from here, on one line
-RULE_PARAGRAPH = next(p for p in (__doc__ or "").split("\n\n") if p.startswith(RULE_TITLE))
-VERDICT_RULE = " ".join(RULE_PARAGRAPH.removeprefix(RULE_TITLE).split())
+RULE_TITLE = "Verdict rule. "  # how reports head the rule
+# the rule, written once: reports, the leaderboard page and docs/reproduce.md quote it
+VERDICT_RULE = (
+    "For each seed the claim's statistic e is computed from that seed's runs (one pair, or one set, "
+    'of runs on the same trace and seed), positive when the claim holds at that seed. For "A > B" it is metric(A) '
+    '- metric(B), for "A < B" metric(B) - metric(A), less X for "by X"; for "increasing" or "decreasing" over the '
+    "claim's methods in order, the smallest step between neighbours in the claimed direction. "
+    "A time-to-accuracy claim (tta_speedup) compares -ln(simulated time to the target method's final accuracy), "
+    "so e for \"A > B\" is the log of A's speed-up over B, the paper's definition; "
+    "the method claimed faster must reach the target at every seed, or the claim is not reproduced (a run that never "
+    "reaches it gives no speed-up). Each claim's p-value is the one-sided paired t-test of mean(e) > 0; "
+    '"A = B within X" is an equivalence test instead (TOST: both one-sided t-tests of |mean(A - B)| < X, p the larger). '
+    "The p-values of each paper's claims are adjusted together by Holm's method (a paper's driftbench claims, "
+    "on figures the paper does not report, form their own family). Before any test, "
+    'a claim\'s premises must hold on the seed means, else its verdict is "invalid premise" with the failing value. '
+    "A claim passes if its Holm-adjusted p-value is below the look's level: "
+    "0.025 in a report of one stage (a 95% interval above 0 for one claim alone). "
+    "A report of two stages declares its second stage before it runs: the claims the first stage's seeds (0-4) "
+    "leave inconclusive run as many seeds again (5-9) and are judged on all of them, "
+    "and both looks test at Pocock's level for two equal looks, 0.0147 (z = 2.178), "
+    "which holds the chance of passing a false claim at 0.025 over both; a claim decided at the first look keeps its "
+    "verdict, and the second look's Holm family holds each claim's p-value from its last look. "
+    "A claim that passes is reproduced if its effect is within 3x of the paper's (ratio ours/paper between 1/3 and 3; "
+    "effects compared as differences in the paper's unit, or as ratios for speed-ups and ratio effects), "
+    'and "direction only" if it is more than 3x off. Where the paper prints no effect but bounds it ("up to 0.9 %", '
+    '"no gains"), the claim\'s paper value is that bound: it reproduces if our effect is at least (or at most) the bound, '
+    'the 3x rule not applying, and holds as "direction only" on the wrong side of it. '
+    "A claim that does not pass is not reproduced if the 95% t-interval of mean(e) lies below 0, "
+    "or if the 95% t-interval of our per-seed effect (of the logs, for ratios) "
+    'lies entirely below a third of the paper\'s effect (below the bound, for an "at least" bound): '
+    "the paper's effect is excluded. It is inconclusive otherwise (always with one seed), "
+    "when the report says how many seeds would settle it at the observed spread. A claim whose method, variant, trace, "
+    "data or runs are missing, or whose paper workload the trace does not build yet, is untestable, and its row says why."
+)
 REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED = "reproduced", "direction only", "not reproduced"
 INCONCLUSIVE, INVALID_PREMISE, UNTESTABLE = "inconclusive", "invalid premise", "untestable"
 VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, INVALID_PREMISE, UNTESTABLE)
 ALPHA = 0.025  # one-sided, one look: a two-sided 95% interval above 0
-LOOK_ALPHA = 0.0147  # one-sided, each of two equal looks: Pocock's boundary z = 2.178, 0.025 over both (module docstring)
+LOOK_ALPHA = 0.0147  # one-sided, each of two equal looks: Pocock's boundary z = 2.178, 0.025 over both (VERDICT_RULE)
 MAGNITUDE = 3.0  # an effect more than this factor off the paper's, with the right sign, holds as a direction only
-AT_LEAST, AT_MOST = BOUNDS = ("at_least", "at_most")  # a claim's paper value as a bound on the effect (module docstring)
+AT_LEAST, AT_MOST = BOUNDS = ("at_least", "at_most")  # a claim's paper value as a bound on the effect (VERDICT_RULE)
 
 
 @dataclass(frozen=True)
@@ -96,7 +92,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def level(looks: int) -> float:
-    """The one-sided level each look of a report of ``looks`` stages tests at (module docstring)."""
+    """The one-sided level each look of a report of ``looks`` stages tests at (VERDICT_RULE)."""
     return ALPHA if looks == 1 else LOOK_ALPHA
 
 
@@ -139,7 +135,7 @@ def least_effect(paper: float | None, bound: str | None, ratio: bool) -> float:
 
 
 def test(statistics: Sequence[float], p: float, effect: Effect | None = None, alpha: float = ALPHA) -> Test:
-    """The verdict rule's test (module docstring) of per-seed statistics, p-value and effect, before Holm and magnitude."""
+    """The verdict rule's test (VERDICT_RULE) of per-seed statistics, p-value and effect, before Holm and magnitude."""
     interval = paired_interval(statistics)
     assert interval is not None  # a claim is judged on at least one seed
     held = sum(e > 0 for e in statistics)

@@ -12,7 +12,7 @@ import torch
 from driftbench.errors import ConfigError
 from driftbench.methods.catalog import load_method
 from driftbench.record.schema import read_summary
-from driftbench.reproduce.claims import Context, metric_spec
+from driftbench.reproduce.metrics import Context, metric_spec
 from driftbench.traces.catalog import resolve
 from tests.methods.conformance.behaviour import SMALL, replay, two_concepts_held
 from tests.methods.fakes import ScriptedClients, context, queries

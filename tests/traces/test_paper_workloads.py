@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from driftbench.reproduce.claims import load_claims
+from driftbench.reproduce.claim_file import load_claims
 from driftbench.traces.catalog import apply_sets, generate, load_spec
 from driftbench.traces.label_swap import concept_permutation
 
