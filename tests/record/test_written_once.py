@@ -7,6 +7,7 @@ readers derive the same time from the records.
 """
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -107,3 +108,16 @@ def test_a_pool_leaves_each_summary_as_its_run_wrote_it(tmp_path):
     assert stored["time_to_accuracy"] is None
     derived = {s.method: s.time_to_accuracy for s in finished_summaries(outcomes)}
     assert derived["ifca"] is not None and derived["ifca"].target == derived["fedavg"].target
+
+
+def test_a_record_written_before_holds_its_stored_time_and_reads_the_same(written, tmp_path):
+    """A record from 89c096f or before holds the time the rewrite stored; readers derive the same time from it."""
+    root, _, _ = written
+    for method in METHODS:
+        copy = tmp_path / "label-swap" / method / "seed0"
+        shutil.copytree(root / "label-swap" / method / "seed0", copy)
+        summary = json.loads((copy / "summary.json").read_text())
+        summary["time_to_accuracy"] = BEFORE[f"label-swap/{method}/seed0"]["summary"]["time_to_accuracy"]
+        (copy / "summary.json").write_text(json.dumps(summary))
+    old = {r.method: r.summary.time_to_accuracy for r in find_runs(tmp_path)}
+    assert old == {r.method: r.summary.time_to_accuracy for r in find_runs(root)}
