@@ -7,7 +7,7 @@ import torch
 
 from driftbench.cli import main
 from driftbench.engine.precision import evaluation, float32_math
-from driftbench.runner import config_digest
+from driftbench.record.files import config_digest
 from tests.test_bad_input import TINY
 
 BACKENDS = (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn)
