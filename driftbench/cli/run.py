@@ -74,7 +74,7 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``driftbench run``: a request of one trace and one seed, executed in this process."""
+    """``driftbench run``: one trace and seed, run here (one method, or ``--jobs 1``) or on the local pool."""
     methods = run_methods(args)
     from driftbench.runner import (
         Execution,

@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from driftbench.record.files import WALL_CLOCK_FIELDS
 from driftbench.record.runs import find_runs, read_records
 from driftbench.runner import Execution, PoolOptions, Request, finished_summaries, plan_jobs, run_here, run_pool
 from driftbench.scheduler import recorder
+from tests.test_resume import deterministic
 
 BEFORE = json.loads((Path(__file__).parent / "records_89c096f.json").read_text())
 SETS = {
@@ -28,15 +28,6 @@ SETS = {
     "train.local_steps": "5",
 }
 METHODS = ("fedavg", "ifca", "feddag")
-
-
-def deterministic(value):
-    """``value`` without wall-clock fields (at any depth) and paths."""
-    if isinstance(value, dict):
-        return {k: deterministic(v) for k, v in value.items() if k not in WALL_CLOCK_FIELDS and k != "run_dir"}
-    if isinstance(value, list):
-        return [deterministic(v) for v in value]
-    return value
 
 
 @pytest.fixture(scope="module")
