@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import replace
@@ -24,7 +25,7 @@ import pytest
 import torch
 
 from driftbench.cli import main
-from driftbench.locks import LEASE_ENV, LOCK, flocked, lock_text, read_holder
+from driftbench.locks import LEASE_ENV, LOCK, Holder, flocked, lock_text, read_holder
 from driftbench.record.files import WALL_CLOCK_FIELDS
 from driftbench.record.schema import ROUND_COLUMNS, read_rounds, read_summary
 from driftbench.runner import Execution, PoolOptions, Request, outcome_line, plan_jobs, run_here, run_pool
@@ -66,7 +67,7 @@ def wait_for(condition, what: str, seconds: float = 300.0, every: float = 0.005)
         time.sleep(every)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def ray_cluster():
     """A local Ray cluster of two worker CPUs whose workers take locks with a lease of ``LEASE`` seconds."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'driftbench[ray]')")
@@ -81,30 +82,100 @@ def ray_cluster():
     ray.shutdown()
 
 
-def test_a_ray_worker_killed_mid_sweep_is_retried_after_its_lease_and_resumes_from_its_checkpoint(ray_cluster, tmp_path, caplog):
-    """Four runs on two Ray workers; one worker is killed after its run's first checkpoint, as if its node were lost.
+def parent(pid: int) -> int | None:
+    """The parent of process ``pid``; None once it has exited (a zombie included)."""
+    try:
+        state, ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:2]
+    except OSError:
+        return None
+    return None if state in ("Z", "X") else int(ppid)
 
-    The lock is made to name another host before the kill, so only its lease can free it: the retried
-    task waits for it, takes the run over and resumes from the checkpoint the dead worker wrote.
+
+def children(pid: int) -> list[int]:
+    """The live processes that ``pid`` started."""
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and parent(int(p.name)) == pid]
+
+
+def raylet(node) -> int:
+    """The process id of a Ray node's raylet, the parent of its workers."""
+    from ray._private.ray_constants import PROCESS_TYPE_RAYLET
+
+    return node.all_processes[PROCESS_TYPE_RAYLET][0].process.pid
+
+
+def node_processes(node) -> list[int]:
+    """A Ray node's processes: those it started itself and those its raylet started (workers, agents)."""
+    return [*(p.process.pid for ps in node.all_processes.values() for p in ps), *children(raylet(node))]
+
+
+@pytest.fixture
+def two_nodes(tmp_path_factory, monkeypatch):
+    """A Ray cluster of two nodes on this machine, bound to 127.0.0.1: a head and a worker node, one CPU each, each with its
+    own temp folder. Shut down after the test, passed or failed, with none of its processes left.
+
+    Ray's own multi-node simulation (``ray.cluster_utils.Cluster``) keeps each node's processes, so one node can be killed
+    alone and the cluster stopped without ``ray stop``, which stops every Ray process on the machine.
+    """
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'driftbench[ray]')")
+    from ray._private import services
+    from ray.cluster_utils import Cluster
+
+    temp = tmp_path_factory.mktemp("ray")
+    (temp / "ray").mkdir()
+    monkeypatch.setenv("RAY_TMPDIR", str(temp))  # Cluster writes its address here, not where any ray.init() would join it
+    monkeypatch.setattr(services, "resolve_ip_for_localhost", lambda host: host)  # else 127.0.0.1 means the public IP (ray#59110)
+    cluster = Cluster()
+    try:
+        for name in ("head", "worker"):
+            cluster.add_node(
+                node_ip_address="127.0.0.1", num_cpus=1, resources={name: 1}, temp_dir=str(temp / name), include_dashboard=False
+            )
+        yield cluster
+        processes = [pid for node in cluster.list_all_nodes() for pid in node_processes(node)]
+    finally:
+        ray.shutdown()  # a failed sweep may still be connected to the head, which Cluster does not remove then
+        cluster.shutdown()
+    wait_for(lambda: not any(parent(pid) for pid in processes), "end of the cluster's processes", 30, every=0.1)
+
+
+def lose_a_run(tmp_path: Path, caplog, options: PoolOptions, there: Callable[[int], bool], kill: Callable[[int], None]) -> Holder:
+    """Sweep four runs with ``options`` and lose one: once a run whose holder ``there`` accepts (a process id) wrote its
+    first checkpoint, the holder is frozen, its lock made to name a lost node, and ``kill`` kills it.
+
+    With its lock naming another host, only its lease can free the run, as for a node lost on a real cluster; the
+    retried task waits for it, takes the run over and resumes from the checkpoint. Then nothing is lost: every run
+    trained once, to the end, one task ran again, no lock or temporary file is left, and the records equal those of
+    runs nobody interrupted. Returns the lost holder, as its lock names it.
     """
     execution = Execution("cpu", tmp_path / "killed", checkpointing=Checkpointing(every=4))
     request = Request({"label-swap": SWEEP}, ("fedavg", "oracle"), (0, 1))
     jobs = plan_jobs(request, execution)
-    victim = execution.out.resolve() / jobs[0].label
+    labels = {execution.out.resolve() / job.label: job.label for job in jobs}
+
+    def checkpointed_there() -> tuple[Path, Holder] | None:
+        for folder in labels:
+            holder = read_holder(folder)
+            if holder is not None and checkpoint.exists(folder / "checkpoint") and there(holder.pid):
+                return folder, holder
+        return None
+
     with caplog.at_level(logging.INFO, logger="driftbench"), ThreadPoolExecutor(1) as thread:
-        sweep = thread.submit(run_pool, jobs, PoolOptions("ray", 2, quiet=True))
-        wait_for(lambda: checkpoint.exists(victim / "checkpoint") or sweep.done(), "checkpoint")
-        holder = read_holder(victim)
-        assert holder is not None and not sweep.done()
+        sweep = thread.submit(run_pool, jobs, options)
+        wait_for(lambda: checkpointed_there() or sweep.done(), "checkpoint")
+        found = checkpointed_there()
+        assert found is not None and not sweep.done()
+        victim, holder = found
+        assert holder.lease_seconds == LEASE  # the sweep's lease reached the worker
         os.kill(holder.pid, signal.SIGSTOP)  # frozen: it writes nothing more
         saved = checkpoint.load(victim / "checkpoint", torch.device("cpu"))
+        lost = replace(holder, host="lost-node")
         with flocked(victim):  # the lock now tells of a worker on a lost node: no process check can free it
-            (victim / LOCK).write_text(lock_text(replace(holder, host="lost-node")))
-        os.kill(holder.pid, signal.SIGKILL)
+            (victim / LOCK).write_text(lock_text(lost))
+        kill(holder.pid)
         outcomes = sweep.result(timeout=600)
     assert [o.state for o in outcomes] == ["ran"] * 4, outcome_line(outcomes)  # each run trained once, to the end
     died = [r.getMessage() for r in caplog.records if "its worker died" in r.getMessage()]
-    assert len(died) == 1 and died[0].startswith(f"{jobs[0].label}: its worker died (")
+    assert len(died) == 1 and died[0].startswith(f"{labels[victim]}: its worker died (")
     assert not list(execution.out.rglob(LOCK)) and not list(execution.out.rglob("*.tmp"))
 
     rows = pd.read_csv(victim / "rounds.csv")
@@ -115,6 +186,36 @@ def test_a_ray_worker_killed_mid_sweep_is_retried_after_its_lease_and_resumes_fr
 
     run_here(plan_jobs(request, Execution("cpu", tmp_path / "whole", checkpointing=Checkpointing(every=4))))
     assert records(execution.out) == records(tmp_path / "whole") and len(records(execution.out)) == 4
+    return lost
+
+
+def test_a_ray_worker_killed_mid_sweep_is_retried_after_its_lease_and_resumes_from_its_checkpoint(ray_cluster, tmp_path, caplog):
+    """Four runs on two Ray workers; one worker process is killed after its run's first checkpoint (``lose_a_run``)."""
+    lose_a_run(tmp_path, caplog, PoolOptions("ray", 2, quiet=True), lambda pid: True, lambda pid: os.kill(pid, signal.SIGKILL))
+
+
+def test_a_ray_node_killed_mid_sweep_loses_nothing(two_nodes, tmp_path, caplog, monkeypatch):
+    """Four runs on a cluster of two nodes that the sweep joins (``--address``); the worker node is killed, its raylet and
+    every process it started at once, after its run's first checkpoint (``lose_a_run``). The sweep's lease reaches the
+    node's tasks; the run lost with it runs again on the head; the sweep disconnects, leaving the cluster running.
+    """
+    import ray
+
+    node = next(iter(two_nodes.worker_nodes))
+    node_raylet = raylet(node)
+
+    def kill_node(_: int) -> None:
+        for pid in [node_raylet, *children(node_raylet)]:  # the frozen holder among them
+            os.kill(pid, signal.SIGKILL)
+        two_nodes.remove_node(node, allow_graceful=False)
+
+    monkeypatch.setenv(LEASE_ENV, str(LEASE))  # the sweep's, set after the nodes started: its tasks get it from the sweep
+    options = PoolOptions("ray", address=two_nodes.address, quiet=True)
+    lost = lose_a_run(tmp_path, caplog, options, lambda pid: parent(pid) == node_raylet, kill_node)
+    assert "its worker died (NodeDiedError: " in caplog.text  # Ray's word for a task lost with its node
+    assert not ray.is_initialized() and parent(raylet(two_nodes.head_node))  # disconnected; the cluster still runs
+    takeover = f"taking over the stale lock of {lost}, whose lease ran out"  # the retried task's notice, in its log
+    assert any(takeover in log.read_text() for log in Path(two_nodes.head_node.get_logs_dir_path()).glob("worker-*.err"))
 
 
 SMALL = 'clients = 8, rounds = 40, drift_every = 10, train_samples = 10, test_samples = 5, "train.participants" = 4'

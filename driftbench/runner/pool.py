@@ -22,6 +22,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from driftbench.config import require
 from driftbench.errors import ConfigError, one_line
 from driftbench.forkserver import enter_worker_state, interruptible, pool_context, start_early, worker_state
+from driftbench.locks import LEASE_ENV
 from driftbench.registry import ENV
 from driftbench.runner.job import RunJob, execute, resolved_trace
 from driftbench.runner.outcomes import LOCKED, RunOutcome
@@ -130,16 +131,18 @@ class RayBackend:
             raise ConfigError("--backend ray needs Ray: pip install 'driftbench[ray]'") from None
         self.ray = ray
         self.started = not ray.is_initialized()
-        plugins = {"env_vars": {ENV: os.environ[ENV]}} if os.environ.get(ENV) else None  # the tasks load the plug-ins too
+        # the tasks load this sweep's plug-ins and lock runs with its lease, also on nodes started without its environment
+        passed = {name: os.environ[name] for name in (ENV, LEASE_ENV) if os.environ.get(name)}
+        env = {"env_vars": passed} if passed else None
         if self.started and options.address:
-            ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING, runtime_env=plugins)
+            ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING, runtime_env=env)
         elif self.started:
             ray.init(
                 num_cpus=options.workers,
                 include_dashboard=False,
                 log_to_driver=False,
                 logging_level=logging.WARNING,
-                runtime_env=plugins,
+                runtime_env=env,
             )
         self.task = ray.remote(num_cpus=options.cpus_per_run, num_gpus=options.gpus_per_run, max_retries=0)(execute)
 
