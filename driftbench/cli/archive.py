@@ -6,27 +6,25 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from driftbench.cli.common import text_table
-
 if TYPE_CHECKING:
     from driftbench.cli.common import Subparsers
 
 
+DESCRIPTION = (
+    "Write the complete runs below RUNS_DIR (at any depth: reproduce's setting folders too) into the folder --out: "
+    "runs.parquet (each run's config and summary), evaluations.parquet (rounds.csv rows), events.parquet and "
+    "archive.json. leaderboard, check, export, reproduce --recorded and driftbench.results take the archive wherever they "
+    "take a runs folder. Incomplete runs are left out and named. The archive is written beside --out and renamed into "
+    "place; an existing one is kept unless --force."
+)
+EXAMPLE = "example:\n  driftbench archive runs/ --out results/demo && driftbench leaderboard results/demo --out leaderboard/"
+
+
 def add_parser(sub: Subparsers) -> None:
     """Add ``driftbench archive`` and its flags."""
-    archive = sub.add_parser(
-        "archive",
-        help="pack the complete runs under a runs folder into an archive (Parquet tables) that every command reads as it "
-        "reads the folder",
-        description="Write the complete runs below RUNS_DIR (at any depth: reproduce's setting folders too) into the "
-        "folder --out: runs.parquet (each run's config and summary), evaluations.parquet (rounds.csv rows), events.parquet "
-        "and archive.json. leaderboard, check, export, reproduce --recorded and driftbench.results take the archive "
-        "wherever they take a runs folder. Incomplete runs are left out and named. The archive is written beside --out "
-        "and renamed into place; an existing one is kept unless --force.",
-        epilog="example:\n  driftbench archive runs/ --out results/label-swap && driftbench leaderboard results/label-swap "
-        "--out leaderboard/",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    line = "pack a runs folder's complete runs into an archive (Parquet tables) that every reader takes like the folder"
+    formatter = argparse.RawDescriptionHelpFormatter
+    archive = sub.add_parser("archive", help=line, description=DESCRIPTION, epilog=EXAMPLE, formatter_class=formatter)
     archive.add_argument("runs", type=Path, metavar="RUNS_DIR", help="the runs folder to archive")
     archive.add_argument("--out", type=Path, required=True, metavar="ARCHIVE", help="the archive's folder (e.g. results/NAME)")
     archive.add_argument(
@@ -42,6 +40,7 @@ def add_parser(sub: Subparsers) -> None:
 def cmd_archive(args: argparse.Namespace) -> int:
     """``driftbench archive``: what it wrote, file by file, and the incomplete runs it left out."""
     from driftbench.atomic import human_size
+    from driftbench.cli.common import text_table
     from driftbench.record.archive import MANIFEST, table_file
     from driftbench.record.archive_write import write_archive
 

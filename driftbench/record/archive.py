@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from driftbench.errors import RecordError, one_line
-from driftbench.record.files import DIAGNOSTICS, EVENTS, ROUNDS, read_json
+from driftbench.record.files import CONFIG, DIAGNOSTICS, EVENTS, ROUNDS, SUMMARY, read_json
 from driftbench.record.schema import TABLES, RoundRow, Summary, empty_table, summary_from
 
 FORMAT, VERSION = "driftbench-archive", 1
@@ -196,11 +196,10 @@ def read_runs(path: Path, rows: int) -> list[ArchivedRunRow]:
 
 def run_row(path: Path, place: str, config: str, summary: str) -> ArchivedRunRow:
     """One run of runs.parquet (at ``path``) read: its config JSON parsed, its summary JSON read as ``read_summary`` does."""
-    where = f"{path} [{place}]"
     try:
         parsed_config, parsed_summary = json.loads(config), json.loads(summary)
     except (TypeError, json.JSONDecodeError) as exc:
-        raise RecordError(f"{where}: unreadable JSON ({exc})") from None
+        raise RecordError(f"{path}: {place}: unreadable JSON ({exc})") from None
     if not isinstance(parsed_config, dict):
-        raise RecordError(f"{where}: config is not a table")
-    return ArchivedRunRow(place, parsed_config, summary_from(parsed_summary, f"{where} summary"))
+        raise RecordError(f"{path}: {place}/{CONFIG}: not a table")
+    return ArchivedRunRow(place, parsed_config, summary_from(parsed_summary, f"{path}: {place}/{SUMMARY}"))
