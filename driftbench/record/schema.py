@@ -6,6 +6,7 @@ or types are not this schema's, is refused with one line naming the file.
 
 from __future__ import annotations
 
+import functools
 import io
 import types
 from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
@@ -346,8 +347,14 @@ def from_plain(cls: type[D], data: Any, where: str) -> D:
         raise RecordError(
             f"{where}: not a {cls.__name__} of schema version {SCHEMA_VERSION} (missing {missing}, unexpected {extra})"
         )
-    hints = get_type_hints(cls)
+    hints = field_types(cls)
     return cls(**{n: _typed(hints[n], data[n], f"{where}: {n}") for n in names if n in data})
+
+
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """A dataclass's field types, resolved once (``get_type_hints`` took most of the time reading a summary)."""
+    return get_type_hints(cls)
 
 
 def _typed(kind: Any, value: Any, where: str) -> Any:
