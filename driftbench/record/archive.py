@@ -78,10 +78,10 @@ class Archive:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.manifest = read_manifest(self.path)
-        self.tables: dict[str, int] = self.manifest["tables"]
-        for table in self.tables:
+        self.rows: dict[str, int] = self.manifest["tables"]  # table -> its rows, as the manifest counts them
+        for table in self.rows:
             check_columns(self.path / table_file(table), table)
-        self.runs = read_runs(self.path / table_file(RUNS), self.tables[RUNS])
+        self.runs = read_runs(self.path / table_file(RUNS), self.rows[RUNS])
         self.by_place = {run.place: run for run in self.runs}
         self.split: dict[str, dict[str, pd.DataFrame]] = {}
 
@@ -91,7 +91,7 @@ class Archive:
 
     def holds(self, name: str) -> bool:
         """Whether the archive holds the runs' table file ``name`` (diagnostics.csv is optional)."""
-        return TABLE_OF[name] in self.tables
+        return TABLE_OF[name] in self.rows
 
     def table(self, place: str, name: str) -> pd.DataFrame:
         """The rows of the run at ``place`` of its table file ``name``, as ``schema.read_table`` reads that file."""
@@ -102,7 +102,7 @@ class Archive:
 
     def read_split(self, table: str) -> dict[str, pd.DataFrame]:
         """An archive table read and split by run: place -> its rows, without the place column."""
-        frame = read_parquet(self.path / table_file(table), self.tables[table])
+        frame = read_parquet(self.path / table_file(table), self.rows[table])
         return {str(place): rows.drop(columns=PLACE).reset_index(drop=True) for place, rows in frame.groupby(PLACE, sort=False)}
 
 
