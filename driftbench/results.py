@@ -1,4 +1,4 @@
-"""A runs folder as pandas DataFrames, for notebooks: the records the leaderboard reads, through the same reader.
+"""A runs folder or an archive as pandas DataFrames, for notebooks: the records the leaderboard reads, the same way.
 
 ``runs`` has one row per run (its summary's fields, nested ones flattened with dots, and its
 config under ``config.``), ``evaluations`` one row per rounds.csv row, ``events`` one row per
@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 
 from driftbench.methods.events import DIAGNOSTIC_COLUMNS, EVENT_COLUMNS
-from driftbench.record.files import CONFIG, DIAGNOSTICS, EVENTS, ROUNDS, read_json
+from driftbench.record.files import DIAGNOSTICS, EVENTS, ROUNDS
 from driftbench.record.runs import RunRecord, find_runs
-from driftbench.record.schema import ROUND_COLUMNS, Summary, read_diagnostics, read_events, read_rounds
+from driftbench.record.schema import ROUND_COLUMNS, Summary
 
 IDENTITY = ("trace", "method", "seed")
 MATRIX_COLUMNS = ("after_segment", "on_segment", "segment_start", "accuracy")
@@ -28,29 +28,30 @@ DETECTION_COLUMNS = ("round", "kind", "clients", "delay", "clients_detected", "c
 
 
 def runs(folder: str | Path) -> pd.DataFrame:
-    """One row per run under ``folder``: identity, status, path, summary fields (NaN while incomplete), ``config.*``."""
+    """One row per run under ``folder`` (a runs folder or an archive): identity, status, path (an archived run's place in
+    the archive), summary fields (NaN while incomplete), ``config.*``."""
     rows = []
     for record in find_runs(Path(folder)):
         summary = asdict(record.summary) if record.summary is not None else {}
         identity = {"trace": record.trace, "method": record.method, "seed": record.seed, "status": record.status}
-        rows.append({**summary, **identity, "path": str(record.path), "config": read_json(record.path / CONFIG)})
+        rows.append({**summary, **identity, "path": str(record.path), "config": record.config()})
     table = pd.json_normalize(rows)
     return table[[*IDENTITY, *(c for c in table.columns if c not in IDENTITY)]]
 
 
 def evaluations(folder: str | Path) -> pd.DataFrame:
     """One row per evaluation (rounds.csv row) of every run under ``folder`` that wrote one."""
-    return per_run(folder, ROUNDS, read_rounds, ROUND_COLUMNS)
+    return per_run(folder, ROUNDS, RunRecord.rounds, ROUND_COLUMNS)
 
 
 def events(folder: str | Path) -> pd.DataFrame:
     """One row per method event (events.csv row) of every run under ``folder``."""
-    return per_run(folder, EVENTS, read_events, EVENT_COLUMNS)
+    return per_run(folder, EVENTS, RunRecord.events, EVENT_COLUMNS)
 
 
 def diagnostics(folder: str | Path) -> pd.DataFrame:
     """One row per measured decision quantity (diagnostics.csv row) of every run under ``folder``."""
-    return per_run(folder, DIAGNOSTICS, read_diagnostics, DIAGNOSTIC_COLUMNS)
+    return per_run(folder, DIAGNOSTICS, RunRecord.diagnostics, DIAGNOSTIC_COLUMNS)
 
 
 def matrices(folder: str | Path) -> pd.DataFrame:
@@ -84,11 +85,9 @@ def identity(record: RunRecord) -> dict[str, Any]:
     return {"trace": record.trace, "method": record.method, "seed": record.seed}
 
 
-def per_run(folder: str | Path, name: str, read: Callable[[Path], pd.DataFrame], columns: tuple[str, ...]) -> pd.DataFrame:
-    """The table file ``name`` of every run under ``folder`` that has one, stacked, each row led by its run's identity."""
-    tables = [
-        with_identity(record, read(record.path / name)) for record in find_runs(Path(folder)) if (record.path / name).is_file()
-    ]
+def per_run(folder: str | Path, name: str, read: Callable[[RunRecord], pd.DataFrame], columns: tuple[str, ...]) -> pd.DataFrame:
+    """The table ``name`` of every run under ``folder`` that has one, stacked, each row led by its run's identity."""
+    tables = [with_identity(record, read(record)) for record in find_runs(Path(folder)) if record.holds(name)]
     if not tables:
         return pd.DataFrame(columns=list(dict.fromkeys([*IDENTITY, *columns])))
     return pd.concat(tables, ignore_index=True)

@@ -12,6 +12,7 @@ import pytest
 from driftbench.cli import main
 from driftbench.errors import ConfigError
 from driftbench.methods.catalog import load_method
+from driftbench.record.runs import RunRecord, folder_record
 from driftbench.record.schema import (
     SCHEMA_VERSION,
     Detection,
@@ -112,8 +113,13 @@ def one_claim(tmp_path: Path, methods: str, direction: str, metric: str = "final
 
 
 def evaluate(claim: Claim, runs: dict[int, dict[str, Summary]], twins=None, alpha: float = ALPHA) -> ClaimResult:
-    """The claim's test (before Holm) on these runs: scored, then judged."""
-    return judge_claim(claim, score_claim(claim, runs, twins), alpha)
+    """The claim's test (before Holm) on these runs (each a summary, its rows in the folder it names): scored, judged."""
+    return judge_claim(claim, score_claim(claim, records(runs), twins and records(twins)), alpha)
+
+
+def records(runs: dict[int, dict[str, Summary]]) -> dict[int, dict[str, RunRecord]]:
+    """The runs' records, each read from the folder its summary names."""
+    return {seed: {m: folder_record(Path(s.run_dir), s) for m, s in by.items()} for seed, by in runs.items()}
 
 
 def seeds(**values: list[float]) -> dict[int, dict[str, Summary]]:
@@ -770,7 +776,7 @@ def test_judging_is_pure_plain_per_seed_scores_give_the_same_verdicts_with_no_ru
     ]
     again = [(pair, scores([0.70, 0.62, 0.73, 0.71, 0.69, 0.70], [0.60] * 6))]  # the open claim on both stages' seeds
     with monkeypatch.context() as nothing_read:
-        for name in ("builtins.open", "io.open", "driftbench.record.scores.run_rows"):
+        for name in ("builtins.open", "io.open", "driftbench.record.runs.RunRecord.rounds"):
             nothing_read.setattr(name, lambda *args, **kwargs: pytest.fail("judging read a file"))
         first, twice = judge(scored), judge(list(scored))
         looked, two_looks = judge(scored, (3, 4, 5)), judge(scored, (3, 4, 5), again)

@@ -12,14 +12,28 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from driftbench.cli import bench, check, check_method, export, leaderboard, listing, reproduce, run, sweep, trace, unlock
+from driftbench.cli import (
+    archive,
+    bench,
+    check,
+    check_method,
+    export,
+    leaderboard,
+    listing,
+    reproduce,
+    run,
+    sweep,
+    trace,
+    unlock,
+)
 from driftbench.cli.common import leaves, never
 from driftbench.errors import DriftbenchError
 from driftbench.forkserver import preload, start_early
 from driftbench.registry import ENV
 from driftbench.tracking.destinations import TRACKER_MODULES
 
-COMMANDS = (run, listing, trace, sweep, unlock, reproduce, leaderboard, export, check, bench, check_method)  # in --help's order
+# in --help's order
+COMMANDS = (run, listing, trace, sweep, unlock, reproduce, leaderboard, export, archive, check, bench, check_method)
 
 EPILOG = """examples:
   driftbench run --trace openimage-buckets                the main job: default comparison, seed 0
@@ -41,6 +55,8 @@ EPILOG = """examples:
   driftbench leaderboard runs/ --out leaderboard/
   driftbench run --trace openimage-buckets --log tensorboard --log mlflow   each evaluation live in both trackers
   driftbench export mlflow runs/                          runs already on disk into MLflow (again: nothing new)
+  driftbench archive runs/ --out results/demo             the complete runs as Parquet tables, read like runs/
+  driftbench leaderboard results/demo --out leaderboard/  every reader takes an archive where it takes a runs folder
   driftbench check runs/ci --reference evaluation/reference/ci.json
   driftbench run --trace openimage-buckets --scale paper --data-root /data/openimage
   driftbench run --trace openimage-buckets --device cuda --set precision=tf32   TF32 arithmetic (default fp32)

@@ -21,7 +21,7 @@ def add_parser(sub: Subparsers) -> None:
         description="Exit 1 with a table of regressions when a reference run is missing, incomplete, "
         "diverged, or its final accuracy or ARI fell by more than the tolerance.",
     )
-    check.add_argument("runs", type=Path, metavar="RUNS_DIR", help="root of the run records")
+    check.add_argument("runs", type=Path, metavar="RUNS_DIR", help="root of the run records, or an archive (driftbench archive)")
     check.add_argument("--reference", type=Path, required=True, help="reference file (e.g. evaluation/reference/ci.json)")
     check.add_argument(
         "--tolerance",

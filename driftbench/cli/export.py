@@ -16,17 +16,22 @@ def add_parser(sub: Subparsers) -> None:
     """Add ``driftbench export`` and its arguments."""
     export = sub.add_parser(
         "export",
-        help="log the runs under a runs folder to TensorBoard or MLflow, as --log would have live",
-        description="Log every complete run below RUNS_DIR (at any depth: reproduce's setting folders too) to one "
-        "tracker, with the names, parameters and values a live --log gives. A run the tracker already holds is left "
-        "alone, so exporting twice adds nothing.",
+        help="log the runs under a runs folder (or in an archive) to TensorBoard or MLflow, as --log would have live",
+        description="Log every complete run below RUNS_DIR (at any depth: reproduce's setting folders too), or in an "
+        "archive, to one tracker, with the names, parameters and values a live --log gives. A run the tracker already "
+        "holds is left alone, so exporting twice adds nothing.",
         epilog="examples:\n  driftbench export tensorboard runs/ && tensorboard --logdir tensorboard\n"
         "  driftbench export mlflow runs/ && mlflow ui --backend-store-uri sqlite:///mlflow.db\n"
         "  driftbench export mlflow=sqlite:///report.db runs/report",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     export.add_argument("destination", type=log_destination, metavar="TRACKER[=WHERE]", help=LOG_HELP)
-    export.add_argument("runs", type=Path, metavar="RUNS_DIR", help="a runs folder (each run's path below it names it)")
+    export.add_argument(
+        "runs",
+        type=Path,
+        metavar="RUNS_DIR",
+        help="a runs folder (each run's path below it names it), or an archive (each run's place in it names it)",
+    )
     export.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
     export.set_defaults(func=cmd_export)
 

@@ -1,4 +1,4 @@
-"""``driftbench leaderboard``: rank methods per trace from run records."""
+"""``driftbench leaderboard``: rank methods per trace from run records (a runs folder or an archive)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 def add_parser(sub: Subparsers) -> None:
     """Add ``driftbench leaderboard`` and its flags."""
     board = sub.add_parser("leaderboard", help="rank methods per trace from run records: Markdown, CSV, PNG plots, HTML page")
-    board.add_argument("runs", type=Path, metavar="RUNS_DIR", help="root of the run records (e.g. runs/)")
+    board.add_argument(
+        "runs", type=Path, metavar="RUNS_DIR", help="root of the run records (e.g. runs/), or an archive (driftbench archive)"
+    )
     board.add_argument("--out", type=Path, required=True, help="folder for leaderboard.md, leaderboard.csv, *.png and index.html")
     board.add_argument(
         "--sort",

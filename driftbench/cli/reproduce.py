@@ -51,14 +51,19 @@ def add_parser(sub: Subparsers) -> None:
         "--jobs", type=int, help="concurrent runs (local) or CPUs of a Ray cluster started here (default: CPU count)"
     )
     repro.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="compute device (default auto)")
-    repro.add_argument("--out", type=Path, default=Path("runs"), help="root of the run records (default runs/)")
+    repro.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs"),
+        help="root of the run records (default runs/); with --recorded, an archive too (driftbench archive), then with --report",
+    )
     repro.add_argument("--claims", type=Path, metavar="DIR", help="folder of claim files (default: the repository's claims/)")
     repro.add_argument("--report", type=Path, metavar="DIR", help="folder for reproduce.md and reproduce.csv (default: --out)")
     repro.add_argument(
         "--recorded",
         action="store_true",
-        help="run nothing: judge the claims on the runs already recorded under --out (a look at a long report while it "
-        "runs); a claim missing a run reads untestable, 'not recorded yet'",
+        help="run nothing: judge the claims on the runs already recorded under --out, a runs folder or an archive (a "
+        "look at a long report while it runs); a claim missing a run reads untestable, 'not recorded yet'",
     )
     repro.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
     add_log(repro)
@@ -68,11 +73,14 @@ def add_parser(sub: Subparsers) -> None:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """``driftbench reproduce``."""
     from driftbench.errors import ConfigError
+    from driftbench.record.archive import is_archive
     from driftbench.reproduce.claim_file import load_claims
     from driftbench.reproduce.report import rows, write_report
     from driftbench.reproduce.run import reproduce
     from driftbench.runner import Execution, PoolOptions
 
+    if is_archive(args.out) and not (args.recorded and args.report):
+        raise ConfigError(f"--out {args.out}: an archive, which reproduce reads with --recorded and --report DIR only")
     claims = load_claims(args.claims, args.papers)
     pool = PoolOptions(args.backend, args.jobs, quiet=args.quiet)
     execution = Execution(args.device, args.out, resume="recorded" if args.recorded else "matching", threads=pool.threads)

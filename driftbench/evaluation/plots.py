@@ -23,9 +23,7 @@ import numpy as np
 import pandas as pd
 
 from driftbench.errors import ConfigError
-from driftbench.record.files import EVENTS
 from driftbench.record.runs import RunRecord
-from driftbench.record.schema import read_events
 from driftbench.record.summarize import REFERENCE
 
 if TYPE_CHECKING:
@@ -101,7 +99,7 @@ def method_runs(method: str, done: list[RunRecord]) -> MethodRuns:
     """One method's complete runs (at least one): rounds.csv statistics over seeds and the rounds of its global re-clusterings."""
     reclusters: set[int] = set()
     for record in done:
-        events = read_events(record.path / EVENTS)
+        events = record.events()
         reclusters.update(int(r) for r in events.loc[events["kind"] == RECLUSTER, "round"])
     return MethodRuns(method, len(done), seed_stats([r.rounds() for r in done]), sorted(reclusters))
 

@@ -6,6 +6,7 @@ or types are not this schema's, is refused with one line naming the file.
 
 from __future__ import annotations
 
+import functools
 import io
 import types
 from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
@@ -17,7 +18,7 @@ import pandas as pd
 from driftbench.atomic import atomic_write
 from driftbench.errors import RecordError
 from driftbench.methods.events import DIAGNOSTIC_COLUMNS, EVENT_COLUMNS
-from driftbench.record.files import CONFIG, SUMMARY, read_json, write_json
+from driftbench.record.files import CONFIG, DIAGNOSTICS, EVENTS, ROUNDS, SUMMARY, read_json, write_json
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -231,6 +232,10 @@ class RoundRow:
 
 
 ROUND_COLUMNS = tuple(f.name for f in fields(RoundRow))
+TABLES = {ROUNDS: ROUND_COLUMNS, EVENTS: EVENT_COLUMNS, DIAGNOSTICS: DIAGNOSTIC_COLUMNS}  # a run's table files: columns
+_READ_OPTIONS: dict[str, dict[str, Any]] = {
+    EVENTS: {"dtype": {"clients": str}, "keep_default_na": False, "na_values": {"value": [""]}}
+}
 
 
 def write_summary(path: Path, summary: Summary) -> None:
@@ -240,14 +245,18 @@ def write_summary(path: Path, summary: Summary) -> None:
 
 def read_summary(path: Path) -> Summary:
     """Read summary.json; another schema version or a foreign file raises ``RecordError`` naming it."""
-    data = read_json(path)
+    return summary_from(read_json(path), str(path))
+
+
+def summary_from(data: Any, where: str) -> Summary:
+    """The summary in summary.json's content ``data``; another schema version or a foreign one raises ``RecordError``."""
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version != SCHEMA_VERSION:
         raise RecordError(
-            f"{path}: run record schema version {version if version is not None else '(none)'}, "
+            f"{where}: run record schema version {version if version is not None else '(none)'}, "
             f"but this driftbench reads version {SCHEMA_VERSION}; rerun the run into a fresh --out"
         )
-    return from_plain(Summary, data, str(path))
+    return from_plain(Summary, data, where)
 
 
 def write_rounds(path: Path, rows: list[RoundRow]) -> None:
@@ -257,7 +266,7 @@ def write_rounds(path: Path, rows: list[RoundRow]) -> None:
 
 def read_rounds(path: Path) -> pd.DataFrame:
     """Read rounds.csv; a file without exactly the schema's columns raises ``RecordError`` naming it."""
-    return _read_csv(path, ROUND_COLUMNS, "rounds")
+    return read_table(path, ROUNDS)
 
 
 def write_events(path: Path, method: str, rows: list[dict[str, Any]]) -> None:
@@ -267,7 +276,7 @@ def write_events(path: Path, method: str, rows: list[dict[str, Any]]) -> None:
 
 def read_events(path: Path) -> pd.DataFrame:
     """Read events.csv (clients as space-separated ids); a file without exactly its columns raises ``RecordError``."""
-    return _read_csv(path, EVENT_COLUMNS, "events", dtype={"clients": str}, keep_default_na=False, na_values={"value": [""]})
+    return read_table(path, EVENTS)
 
 
 def write_diagnostics(path: Path, method: str, rows: list[dict[str, Any]]) -> None:
@@ -277,30 +286,42 @@ def write_diagnostics(path: Path, method: str, rows: list[dict[str, Any]]) -> No
 
 def read_diagnostics(path: Path) -> pd.DataFrame:
     """Read diagnostics.csv; a file without exactly its columns raises ``RecordError``."""
-    return _read_csv(path, DIAGNOSTIC_COLUMNS, "diagnostics")
+    return read_table(path, DIAGNOSTICS)
+
+
+def read_table(path: Path, name: str) -> pd.DataFrame:
+    """Read the run's table file ``name`` (``TABLES``) at ``path``; one without exactly its columns raises ``RecordError``."""
+    try:
+        text = path.read_text()
+        if not text.endswith("\n"):  # every table is written whole, ending its last line; this one was cut off
+            raise ValueError("cut off: its last line has no end")
+        table = _parse_csv(text, name)
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"{path}: unreadable {name.removesuffix('.csv')} table ({exc})") from None
+    columns = TABLES[name]
+    if tuple(table.columns) != columns:
+        missing, extra = [c for c in columns if c not in table.columns], [c for c in table.columns if c not in columns]
+        raise RecordError(
+            f"{path}: columns differ from schema version {SCHEMA_VERSION}'s {name.removesuffix('.csv')} table "
+            f"(missing {missing}, unexpected {extra}{', out of order' if not missing and not extra else ''})"
+        )
+    return table
+
+
+def empty_table(name: str) -> pd.DataFrame:
+    """The table ``name`` of a run that has no rows of it, as its file holding only the header reads (pandas leaves
+    such a table's columns untyped), so that tables stacked from a runs folder and from an archive are alike."""
+    return _parse_csv(",".join(TABLES[name]) + "\n", name)
+
+
+def _parse_csv(text: str, name: str) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(text), **_READ_OPTIONS.get(name, {}))
 
 
 def _write_csv(path: Path, records: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
     buffer = io.StringIO()
     pd.DataFrame(records, columns=list(columns)).to_csv(buffer, index=False)
     atomic_write(path, lambda fh: fh.write(buffer.getvalue().encode()))
-
-
-def _read_csv(path: Path, columns: tuple[str, ...], what: str, **options: Any) -> pd.DataFrame:
-    try:
-        text = path.read_text()
-        if not text.endswith("\n"):  # every table is written whole, ending its last line; this one was cut off
-            raise ValueError("cut off: its last line has no end")
-        table: pd.DataFrame = pd.read_csv(io.StringIO(text), **options)
-    except (OSError, ValueError) as exc:
-        raise RecordError(f"{path}: unreadable {what} table ({exc})") from None
-    if tuple(table.columns) != columns:
-        missing, extra = [c for c in columns if c not in table.columns], [c for c in table.columns if c not in columns]
-        raise RecordError(
-            f"{path}: columns differ from schema version {SCHEMA_VERSION}'s {what} table "
-            f"(missing {missing}, unexpected {extra}{', out of order' if not missing and not extra else ''})"
-        )
-    return table
 
 
 def run_state(run: Path) -> str:
@@ -326,8 +347,14 @@ def from_plain(cls: type[D], data: Any, where: str) -> D:
         raise RecordError(
             f"{where}: not a {cls.__name__} of schema version {SCHEMA_VERSION} (missing {missing}, unexpected {extra})"
         )
-    hints = get_type_hints(cls)
+    hints = field_types(cls)
     return cls(**{n: _typed(hints[n], data[n], f"{where}: {n}") for n in names if n in data})
+
+
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """A dataclass's field types, resolved once (``get_type_hints`` took most of the time reading a summary)."""
+    return get_type_hints(cls)
 
 
 def _typed(kind: Any, value: Any, where: str) -> Any:

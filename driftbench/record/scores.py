@@ -1,20 +1,11 @@
-"""Per-run scores, each from a run's per-round rows (a DataFrame as ``read_rounds`` returns): peak accuracy, time to a target."""
+"""Per-run scores from a run's per-round rows (a record's ``rounds()``): peak accuracy, time to a target."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from driftbench.record.files import ROUNDS
 from driftbench.record.metrics import crossing_seconds, first_reach
-from driftbench.record.schema import Summary, read_rounds
-
-
-def run_rows(summary: Summary) -> pd.DataFrame:
-    """A finished run's per-round rows: the rounds.csv in the folder its summary names."""
-    return read_rounds(Path(summary.run_dir) / ROUNDS)
 
 
 def peak_accuracy(rows: pd.DataFrame) -> float | None:

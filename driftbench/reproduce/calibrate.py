@@ -12,7 +12,7 @@ import numpy as np
 
 from driftbench.atomic import atomic_write
 from driftbench.config import require
-from driftbench.record.schema import Summary
+from driftbench.record.runs import RunRecord
 from driftbench.reproduce.claim import CALIBRATION_TOLERANCE, Calibration, Claim, MethodRun
 from driftbench.reproduce.metrics import Context, metric_spec
 from driftbench.reproduce.planning import Setting, plan_needs
@@ -86,16 +86,17 @@ def calibrate(
         accuracy: tuple[float, ...] | str = (
             f"run {failed.label} did not finish ok"
             if failed
-            else tuple(ACCURACY_POINTS * accuracy_of(o.summary, cal.metric) for o in summaries if o.summary)
+            else tuple(ACCURACY_POINTS * accuracy_of(o.record, cal.metric) for o in summaries if o.record)
         )
         measured.append(Measured(setting, cal, tuple(keys), at, accuracy))
     return measured
 
 
-def accuracy_of(summary: Summary, metric: str) -> float:
-    """A run's final or peak accuracy (a calibration's ``metric``), as a fraction."""
-    value = metric_spec(metric).read(summary, Context())
-    require(value is not None, f"--calibrate: run {summary.run_dir} has no {metric}")
+def accuracy_of(record: RunRecord, metric: str) -> float:
+    """A finished run's final or peak accuracy (a calibration's ``metric``), as a fraction."""
+    assert record.summary is not None  # calibrate reads finished runs
+    value = metric_spec(metric).read(record.summary, Context(rows=record.rounds))
+    require(value is not None, f"--calibrate: run {record.path} has no {metric}")
     assert value is not None  # require()d above
     return value
 

@@ -1,4 +1,4 @@
-"""The metrics a claim may compare: how each is read from a run (its summary, or ``record.scores``) and how it is shown."""
+"""The metrics a claim may compare: how each is read from a run (its summary, or its rows by ``record.scores``), and shown."""
 
 from __future__ import annotations
 
@@ -7,20 +7,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from driftbench.methods.events import EVENT_KINDS
 from driftbench.record.schema import Summary
-from driftbench.record.scores import peak_accuracy, run_rows, seconds_to
+from driftbench.record.scores import peak_accuracy, seconds_to
 
 EVENTS_PREFIX = "events."
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a run's metric may read beside the run: the time-to-accuracy target's run and the no-drift twin's run."""
+    """What a run's metric may read beside its summary: the time-to-accuracy target's run, the no-drift twin's run, and
+    the run's own rows (rounds.csv's, read through its record when a metric asks)."""
 
     target: Summary | None = None
     twin: Summary | None = None
+    rows: Callable[[], pd.DataFrame] | None = None
+
+    def run_rows(self) -> pd.DataFrame:
+        """The run's rows (a metric that reads them is given them: ``scoring``, ``calibrate``)."""
+        assert self.rows is not None
+        return self.rows()
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,7 @@ def _mean_or_none(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def log_speed(summary: Summary, context: Context) -> float:
+def log_speed(_: Summary, context: Context) -> float:
     """-ln(simulated hours to the target's final accuracy): a pair's difference is the log of their speed-up ratio.
 
     The target is reached as in summaries (``record.scores.seconds_to``); a run that never reaches
@@ -46,7 +54,7 @@ def log_speed(summary: Summary, context: Context) -> float:
     """
     target = context.target
     assert target is not None  # every tta_speedup claim has a target method (claim_file), whose run is planned
-    return -math.log(seconds_to(run_rows(summary), target.final_accuracy) / 3600)
+    return -math.log(seconds_to(context.run_rows(), target.final_accuracy) / 3600)
 
 
 def stable_delta(summary: Summary, context: Context) -> float | None:
@@ -87,7 +95,7 @@ METRICS: dict[str, Metric] = {
         "no drift event with an evaluation before it",
     ),
     "delta_permille_stable": Metric(stable_delta, "no final accuracy"),
-    "peak_accuracy": Metric(lambda s, _: peak_accuracy(run_rows(s)), "no evaluation", "{:.3f}"),
+    "peak_accuracy": Metric(lambda _, c: peak_accuracy(c.run_rows()), "no evaluation", "{:.3f}"),
     "newcomer_accuracy": Metric(lambda s, _: s.newcomer_accuracy, "no newcomers (the trace's newcomers is 0)", "{:.3f}"),
     "pre_drift_accuracy": Metric(pre_drift, "no evaluation before a drift event", "{:.3f}"),
     "ari_mean": Metric(lambda s, _: s.ari_mean, "no evaluation whose ground truth has >= 2 groups", "{:.3f}"),

@@ -5,7 +5,8 @@ has the same resolved config hash as the run would have now, so a stopped sweep 
 was (an incomplete run with the same hash resumes from its checkpoint). The hash leaves out the
 fields ``--resume`` also ignores (``VOLATILE_CONFIG``: device, git revision, versions): they describe
 the machine and checkout, not the experiment, so a sweep continued on another machine or after a
-commit keeps its finished runs. After a code change that changes results, sweep into a fresh ``--out``.
+commit keeps its finished runs. After a code change that changes results, sweep into a fresh ``--out``. A job whose
+folder would lie inside an archive (``reproduce --recorded`` on one) is read from the archive, never run.
 
 A job holds its run folder's lock (``driftbench.locks``) from the skip check to the end of the run,
 so two sweeps into one folder never run the same run: the second reports it as running elsewhere
@@ -27,17 +28,19 @@ from threadpoolctl import threadpool_limits
 from driftbench.config import require
 from driftbench.discovery import plugins
 from driftbench.engine.device_data import resolve_device
-from driftbench.errors import RunError, RunLocked
+from driftbench.errors import ConfigError, RunError, RunLocked
 from driftbench.locks import run_lock
 from driftbench.methods.catalog import load_method
+from driftbench.record.archive import archive_holding
 from driftbench.record.files import CONFIG, SUMMARY, config_digest, read_json, run_dir, run_label
 from driftbench.record.metrics import fixed_target
-from driftbench.record.runs import read_records
+from driftbench.record.runs import archived_runs, folder_record, read_records
 from driftbench.record.schema import Summary
 from driftbench.runner.outcomes import LOCKED, NOT_RECORDED, RunOutcome, failed
 from driftbench.scheduler import Checkpointing, run, run_config, run_spec
 from driftbench.traces.catalog import ResolvedTrace, resolve, run_sets
 from driftbench.tracking.destinations import NO_TRACKING, Tracking
+from driftbench.tracking.feed import Feed
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +150,15 @@ def _run_job(job: RunJob) -> RunOutcome:
     )
     folder = run_dir(ex.out, resolved.trace.name, method.name, job.seed)
 
+    def digest() -> str:
+        return config_digest(run_config(spec, resolve_device(ex.device), resolved.trace.content_hash()))
+
+    archive = archive_holding(folder)
+    if archive is not None:
+        return archived_outcome(job, folder, archive, digest(), started)
+
     def matching() -> bool:
-        return stored_digest(folder) == config_digest(run_config(spec, resolve_device(ex.device), resolved.trace.content_hash()))
+        return stored_digest(folder) == digest()
 
     if ex.resume == "recorded" and not (matching() and (folder / SUMMARY).is_file()):  # before the lock makes the folder
         log.info("not recorded: %s", job.label)
@@ -159,7 +169,27 @@ def _run_job(job: RunJob) -> RunOutcome:
         kept = resume and (folder / SUMMARY).is_file()
         log.info("%s %s", "keeping" if kept else "running", job.label)
         summary = run(replace(spec, checkpointing=replace(ex.checkpointing, resume=resume)), lambda: lease.lost)
-    return RunOutcome(job.label, "skipped" if kept else "ran", summary.status, time.perf_counter() - started, summary=summary)
+    state = "skipped" if kept else "ran"
+    return RunOutcome(job.label, state, summary.status, time.perf_counter() - started, record=folder_record(folder, summary))
+
+
+def archived_outcome(job: RunJob, folder: Path, archive: Path, digest: str, started: float) -> RunOutcome:
+    """A run whose folder would lie in an archive: read from it, never run (resume policy "recorded" only: an archive is
+    not written into); not recorded unless the archive holds it with the config hash ``digest``."""
+    if job.execution.resume != "recorded":
+        raise ConfigError(f"{folder}: inside the archive {archive}, which runs never write into; run into a runs folder")
+    record = next((r for r in archived_runs(archive) if r.path == folder), None)
+    if record is None or config_digest(record.config()) != digest:
+        log.info("not recorded: %s", job.label)
+        error = f"{folder}: no finished run of this configuration in the archive"
+        return RunOutcome(job.label, NOT_RECORDED, None, time.perf_counter() - started, error=error)
+    log.info("keeping %s", job.label)
+    feed = Feed.open(job.execution.tracking, folder, record.config())  # its trackers, as a kept run's in a folder
+    try:
+        feed.push(lambda: record)
+    finally:
+        feed.close()
+    return RunOutcome(job.label, "skipped", record.status, time.perf_counter() - started, record=record)
 
 
 def execute(job: RunJob) -> RunOutcome:

@@ -6,6 +6,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from driftbench.errors import DriftbenchError, one_line
+from driftbench.record.runs import RunRecord
 from driftbench.record.schema import Summary
 
 LOCKED = "running elsewhere"  # the state of a run whose folder another process holds
@@ -22,9 +23,14 @@ class RunOutcome:
     status: str | None  # the summary's status ("ok" | "diverged"); None when the run failed
     seconds: float
     error: str = ""
-    summary: Summary | None = field(default=None, repr=False)
+    record: RunRecord | None = field(default=None, repr=False)  # the finished run's record: its summary, rows, config
     error_trace: str = field(default="", repr=False)  # for failures that are not driftbench's own errors (bugs)
     exit_code: int = 0  # of the error, for a run that did not finish
+
+    @property
+    def summary(self) -> Summary | None:
+        """The finished run's summary; None when the run did not finish."""
+        return None if self.record is None else self.record.summary
 
 
 def failed(label: str, exc: Exception, seconds: float) -> RunOutcome:

@@ -24,6 +24,7 @@ from driftbench.record.files import (
     read_json,
     write_json,
 )
+from driftbench.record.runs import read_records
 from driftbench.record.schema import (
     RoundRow,
     Summary,
@@ -90,7 +91,7 @@ class Recorder:
         log.info("%s is complete; --resume keeps it", self.out)
         summary = read_summary(self.out / SUMMARY)
         read_rounds(self.out / ROUNDS)
-        self.feed.push(self.out)
+        self.feed.push(lambda: read_records([self.out])[0])
         return summary
 
     def finish(self, rows: list[RoundRow], events: EventLog, summary: Summary, keep_checkpoint: bool) -> None:

@@ -1,4 +1,4 @@
-"""The one path from a run record to its trackers: live, round by round, from the recorder, or from the files (export).
+"""The one path from a run record to its trackers: live, round by round, from the recorder, or from the record (export).
 
 A ``Feed`` holds one run's trackers and the last round they were sent. Both paths make the values with
 ``driftbench.tracking.values`` from the same rows, events and summary, so an export of a record logs
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from driftbench.errors import ConfigError, one_line
-from driftbench.record.files import CONFIG, EVENTS, ROUNDS, as_json, read_json
-from driftbench.record.runs import read_records
-from driftbench.record.schema import RoundRow, Summary, read_events, read_rounds
+from driftbench.record.files import as_json
+from driftbench.record.runs import RunRecord
+from driftbench.record.schema import RoundRow, Summary
 from driftbench.tracking.destinations import PACKAGES, SQLITE, SQLITE_PACKAGES, TRACKER_MODULES, Destination, Tracking
 from driftbench.tracking.values import (
     Identity,
@@ -146,11 +146,13 @@ class Feed:
         """Let go of every log unfinished (an interrupted run: ``--resume`` starts its log afresh)."""
         self.each(lambda t: t.close())
 
-    def push(self, folder: Path) -> list[str]:
-        """Log the complete record in ``folder`` to each tracker without a finished log of it; returns their names.
+    def push(self, read: Callable[[], RunRecord]) -> list[str]:
+        """Log the complete record ``read`` returns (as readers see it; read only when needed) to each tracker without a
+        finished log of it; returns their names.
 
         A tracker that has one gets the identity's tags on it instead (``reproduce`` tags a run it keeps).
-        This is the live path's start and finish, fed from the record's files. A tracker that raises is dropped.
+        This is the live path's start and finish, fed from the record (a run folder or an archive). A tracker
+        that raises is dropped.
         """
         fresh = []
         for tracker in list(self.trackers):
@@ -160,10 +162,11 @@ class Feed:
                 fresh.append(tracker)
         if not fresh:
             return []
-        summary = read_records([folder])[0].summary
+        record = read()
+        summary = record.summary
         assert summary is not None  # push is given complete records
-        rows = [RoundRow(**row) for row in read_rounds(folder / ROUNDS).to_dict("records")]
-        events = read_events(folder / EVENTS).to_dict("records")
+        rows = [RoundRow(**row) for row in record.rounds().to_dict("records")]
+        events = record.events().to_dict("records")
         feed = Feed(fresh, self.identity, self.drift)
         feed.start()
         feed.finish(summary, rows, events)
@@ -194,8 +197,3 @@ class Feed:
                     one_line(exc),
                 )
             return None
-
-
-def record_feed(tracking: Tracking, folder: Path) -> Feed:
-    """The feed of the record in ``folder`` (its config.json read)."""
-    return Feed.open(tracking, folder, read_json(folder / CONFIG))

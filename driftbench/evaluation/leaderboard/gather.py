@@ -6,7 +6,6 @@ import logging
 from dataclasses import dataclass
 
 from driftbench.errors import ConfigError
-from driftbench.record.files import CONFIG, read_json
 from driftbench.record.metrics import speedup
 from driftbench.record.runs import INCOMPLETE, RunRecord
 from driftbench.record.schema import Summary, TimeToAccuracy
@@ -75,7 +74,7 @@ def hash_text(hashes: dict[int, str], width: int = 64) -> str:
 
 def run_settings(records: list[RunRecord], hashes: dict[int, str]) -> dict[str, str]:
     """Trace hash (per seed), rounds, seeds and git revisions of one trace's runs, as text."""
-    revisions = {read_json(r.path / CONFIG).get("git_revision") for r in records}
+    revisions = {r.config().get("git_revision") for r in records}
     rounds = {r.summary.rounds for r in records if r.summary is not None}
     return {
         "trace hash": hash_text(hashes, 12),

@@ -311,9 +311,10 @@ def markdown_table(rows: list[dict[str, str]]) -> str:
 
 
 def section(board: TraceBoard, out: Path) -> Section:
-    """The HTML page's section for one trace; links to run folders are relative to the page's folder ``out``."""
-    methods = groupby(board.records, key=lambda r: r.method)
-    links = {method: {f"seed{r.seed}": folder_href(r.path, out) for r in runs} for method, runs in methods}
+    """The HTML page's section for one trace; links to run folders are relative to the page's folder ``out`` (runs read
+    from an archive have no folder: no links)."""
+    folders = groupby((r for r in board.records if r.path.is_dir()), key=lambda r: r.method)
+    links = {method: {f"seed{r.seed}": folder_href(r.path, out) for r in runs} for method, runs in folders}
     return Section(
         board.trace,
         rows=headline_rows(board.rows),
@@ -321,7 +322,7 @@ def section(board: TraceBoard, out: Path) -> Section:
         images=[Image(p.caption, p.png, f"{p.name}.svg") for p in board.plots],
         notes=[f"{path}: {INCOMPLETE}" for path in board.incomplete],
         facts=board.settings,
-        links=Links("Run folders", links),
+        links=Links("Run folders", links) if links else None,
     )
 
 
