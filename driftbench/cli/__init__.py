@@ -25,6 +25,7 @@ from driftbench.cli import (
     sweep,
     trace,
     unlock,
+    unpack,
 )
 from driftbench.cli.common import leaves, never
 from driftbench.errors import DriftbenchError
@@ -33,7 +34,7 @@ from driftbench.registry import ENV
 from driftbench.tracking.destinations import TRACKER_MODULES
 
 # in --help's order
-COMMANDS = (run, listing, trace, sweep, unlock, reproduce, leaderboard, export, archive, check, bench, check_method)
+COMMANDS = (run, listing, trace, sweep, unlock, reproduce, leaderboard, export, archive, unpack, check, bench, check_method)
 
 EPILOG = """examples:
   driftbench run --trace openimage-buckets                the main job: default comparison, seed 0
@@ -57,6 +58,7 @@ EPILOG = """examples:
   driftbench export mlflow runs/                          runs already on disk into MLflow (again: nothing new)
   driftbench archive runs/ --out results/demo             the complete runs as Parquet tables, read like runs/
   driftbench leaderboard results/demo --out leaderboard/  every reader takes an archive where it takes a runs folder
+  driftbench unpack results/demo --out runs/              the archive's runs as folders again: a sweep into runs/ continues
   driftbench check runs/ci --reference evaluation/reference/ci.json
   driftbench run --trace openimage-buckets --scale paper --data-root /data/openimage
   driftbench run --trace openimage-buckets --device cuda --set precision=tf32   TF32 arithmetic (default fp32)

@@ -318,6 +318,11 @@ def _parse_csv(text: str, name: str) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(text), **_READ_OPTIONS.get(name, {}))
 
 
+def write_table(path: Path, name: str, table: pd.DataFrame) -> None:
+    """Write the run's table file ``name`` (``TABLES``) from its rows, as ``read_table`` reads them, atomically."""
+    _write_csv(path, table.to_dict("records"), TABLES[name])
+
+
 def _write_csv(path: Path, records: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
     buffer = io.StringIO()
     pd.DataFrame(records, columns=list(columns)).to_csv(buffer, index=False)

@@ -202,3 +202,21 @@ def test_writing_again_refuses_and_loses_nothing(swept, archived, tmp_path, monk
     assert main(["archive", str(swept), "--out", str(out), "--force", "--quiet"]) == 0  # replaced: no diagnostics now
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "evaluations.parquet", "events.parquet", "runs.parquet"]
     assert sorted(p.name for p in out.parent.iterdir()) == ["tiny"]
+
+
+def test_unpacked_runs_read_as_the_archive_and_a_sweep_into_them_keeps_every_one(swept, archived, tmp_path, capsys):
+    """A sweep continued on a new machine from an archive: the runs come back as folders and none trains again."""
+    out = tmp_path / "runs"
+    assert main(["unpack", str(archived), "--out", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote 4 runs below {out}; left 0 run folders")
+    for name in TABLES:
+        unpacked, archive = getattr(results, name)(out), getattr(results, name)(archived)
+        if name == "runs":  # the summary names the run's new folder
+            assert list(unpacked["run_dir"]) == [str(r.path.resolve()) for r in find_runs(out)]
+        unpacked, archive = (table.drop(columns=["path", "run_dir"], errors="ignore") for table in (unpacked, archive))
+        pd.testing.assert_frame_equal(unpacked, archive)
+    sweep = ["sweep", "--traces", "label-swap", "--methods", "fedavg,ifca", "--seeds", "0,1", "--jobs", "1"]
+    assert main([*sweep, "--out", str(out), "--quiet", *TINY]) == 0
+    assert "0 ran, 4 skipped (up to date)" in capsys.readouterr().out
+    assert main(["unpack", str(archived), "--out", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote 0 runs below {out}; left 4 run folders already there: ")
