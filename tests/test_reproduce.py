@@ -286,6 +286,16 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     assert len(set(folders)) == len(folders)  # a method with a claim's overrides gets a run folder of its own
 
 
+def test_a_claim_file_refuses_one_claim_counted_twice_naming_both(tmp_path):
+    table = f'[[claims]]\n{CLAIM}methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "{{}}"\n'
+    path = claim_file(tmp_path, table.format("a > b").replace('id = "x"', 'id = "y"') + table.format("b < a"))
+    with pytest.raises(ConfigError, match="claims 'y' and 'x' compare the same runs the same way") as error:
+        read_claim_file(path)
+    assert "\n" not in str(error.value)
+    near_tie = {c.id: c for c in load_claims(papers=["cflgt"])}["table2-right-k20"]
+    assert (near_tie.direction.relation, near_tie.direction.margin) == ("=", 0.02)
+
+
 def flower_claims(claims):
     """The keys of the claims that run a method aggregated by a Flower strategy."""
     return {c.key for c in claims if any(getattr(load_method(m).params, "aggregator", "mean") != "mean" for m in c.run_methods)}
@@ -479,18 +489,20 @@ def test_claims_may_share_a_diagnosis_their_file_names_once(tmp_path):
         '[diagnoses.collapse]\nkind = "method"\ncommand = "driftbench run --trace static"\n'
         'evidence = "falls from 0.9 to 0.3 at round 20"\n'
     )
-    claim = '[[claims]]\nid = "{id}"\nwhere = "T"\nclaim = "c"\ntrace = "static"\nmethods = ["a", "b"]\n'
-    claim += 'metric = "final_accuracy"\ndirection = "a > b"\npaper_figure = "1 vs 2"\n' + KIND + "{diagnosis}"
-    two = claim.format(id="x", diagnosis='diagnosis = "collapse"\n') + claim.format(id="y", diagnosis='diagnosis = "collapse"\n')
+    claim = '[[claims]]\nid = "{id}"\nwhere = "T"\nclaim = "c"\ntrace = "static"\nset = {{ rounds = {rounds} }}\n'
+    claim += 'methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "a > b"\npaper_figure = "1 vs 2"\n' + KIND
+    claim += "{diagnosis}"
+    named = 'diagnosis = "collapse"\n'
+    two = claim.format(id="x", rounds=5, diagnosis=named) + claim.format(id="y", rounds=6, diagnosis=named)
     x, y = read_claim_file(claim_file(tmp_path, two + shared))
     assert x.diagnosis == y.diagnosis and x.diagnosis.evidence == "falls from 0.9 to 0.3 at round 20"
-    unknown = claim.format(id="x", diagnosis='diagnosis = "colapse"\n') + claim.format(
-        id="y", diagnosis='diagnosis = "collapse"\n'
+    unknown = claim.format(id="x", rounds=5, diagnosis='diagnosis = "colapse"\n') + claim.format(
+        id="y", rounds=6, diagnosis=named
     )
     with pytest.raises(ConfigError, match="claims\\[0\\] \\(x\\): diagnosis 'colapse': the file's \\[diagnoses\\] are collapse"):
         read_claim_file(claim_file(tmp_path, unknown + shared))
     with pytest.raises(ConfigError, match="diagnoses.collapse: no claim names it"):
-        read_claim_file(claim_file(tmp_path, claim.format(id="x", diagnosis="") + shared))
+        read_claim_file(claim_file(tmp_path, claim.format(id="x", rounds=5, diagnosis="") + shared))
 
 
 def test_the_markdown_names_each_diagnosis_on_its_rows_and_lists_it_once_below_with_a_forest_plot_per_paper(tmp_path):
@@ -498,9 +510,10 @@ def test_the_markdown_names_each_diagnosis_on_its_rows_and_lists_it_once_below_w
         '[diagnoses.collapse]\nkind = "method"\ncommand = "driftbench run --trace static"\n'
         'evidence = "falls from 0.9 to 0.3 at round 20"\n'
     )
-    claim = '[[claims]]\nid = "{id}"\nwhere = "T"\nclaim = "c"\ntrace = "static"\nmethods = ["a", "b"]\n'
-    claim += 'metric = "final_accuracy"\ndirection = "a > b"\npaper_figure = "1 vs 2"\n' + KIND + 'diagnosis = "collapse"\n'
-    x, y = read_claim_file(claim_file(tmp_path, claim.format(id="x") + claim.format(id="y") + shared))
+    claim = '[[claims]]\nid = "{id}"\nwhere = "T"\nclaim = "c"\ntrace = "static"\nset = {{ rounds = {rounds} }}\n'
+    claim += 'methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "a > b"\npaper_figure = "1 vs 2"\n' + KIND
+    claim += 'diagnosis = "collapse"\n'
+    x, y = read_claim_file(claim_file(tmp_path, claim.format(id="x", rounds=5) + claim.format(id="y", rounds=6) + shared))
     own = replace(x, id="z", kind="driftbench", paper_value=None)  # no paper effect: not drawn
     results = [evaluate(x, points(1, -1, 2, 0, 1)), evaluate(y, points(9, 11, 8, 12, 10)), evaluate(own, points(1, 2, 3))]
     report = Report(finalize(results), (0, 1, 2, 3, 4), "embedded")
@@ -554,9 +567,9 @@ def test_calibrate_reruns_the_reference_once_per_setting_at_the_recorded_seeds(t
     cal = 'calibrated_to = { method = "fedavg", paper = 50.0, ours = 12.5, seeds = [3], set = { rounds = 3 } }\n'
     tables = "".join(
         f'[[claims]]\nid = "{i}"\nwhere = "Table 1"\nclaim = "c"\ntrace = "static"\nset = {{ {TINY} }}\n'
-        f'methods = ["oracle", "static"]\nmetric = "final_accuracy"\ndirection = "oracle > static"\n'
+        f'methods = ["oracle", "static"]\nmetric = "{metric}"\ndirection = "oracle > static"\n'
         f'paper_figure = "1 vs 2"\n{KIND}{cal}'
-        for i in ("one", "two")
+        for i, metric in (("one", "final_accuracy"), ("two", "mean_accuracy"))
     )
     claim_file(tmp_path / "claims", tables, "tiny")
     args = ["reproduce", "tiny", "--calibrate", "--claims", str(tmp_path / "claims"), "--jobs", "1", "--device", "cpu"]
