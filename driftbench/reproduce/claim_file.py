@@ -160,6 +160,11 @@ def parse_claim(
     check_metric(table, where)
     kind, unit, effect = parse_kind(table, where)
     direction = parse_direction(table["direction"], methods, where)
+    require(
+        effect == "difference" or (direction.relation != "=" and not direction.margin),
+        f'{where}: effect \'ratio\': a ratio effect is judged on the log scale, with no "by X" margin and no "A = B '
+        'within X" (give the claim effect = "difference")',
+    )
     bound = parse_bound(table, direction, where)
     premises = tuple(parse_premise(p, f"{where}: premises[{i}]") for i, p in enumerate(table.get("premises", [])))
     paper_value = parse_paper_value(table, kind, direction.methods, where)
