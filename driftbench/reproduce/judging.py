@@ -122,21 +122,21 @@ def judge_claim(claim: Claim, scores: ClaimScores | str, alpha: float = ALPHA) -
     if isinstance(values, str):
         return ClaimResult(claim, UNTESTABLE, values)
     effect, found = seed_effects(claim, values), findings(claim, scores.flags, scores.premises)
-    shown = figure(claim, values)
-    untested = ClaimResult(claim, INVALID_PREMISE, "", shown, paper=paper_effect(claim), seeds=scores.seeds, effect=effect)
+    text, paper = figure(claim, values), paper_effect(claim)
+    untested = ClaimResult(claim, INVALID_PREMISE, "", text, paper=paper, seeds=scores.seeds, effect=effect, shown=found.shown)
     if found.void:
-        return replace(untested, reason=found.void, shown=found.shown)
+        return replace(untested, reason=found.void)
     never = unreached(claim, scores.reached)
     if never:
-        return replace(untested, verdict=NOT_REPRODUCED, reason=never, shown=found.shown)
-    judged_claim = replace(untested, ours=None if effect is None else effect.interval().mean, shown=found.shown)
+        return replace(untested, verdict=NOT_REPRODUCED, reason=never)
+    measured = replace(untested, ours=None if effect is None else effect.interval().mean)
     statistics, series = claim_statistics(claim, values)
     if one_value(series):
-        return replace(judged_claim, verdict=DETERMINISTIC, reason=deterministic(claim, values, statistics))
+        return replace(measured, verdict=DETERMINISTIC, reason=deterministic(claim, values, statistics))
     p = tost_p(series, claim.direction.margin) if claim.direction.relation == "=" else one_sided_p(statistics)
     evidence = Evidence(tuple(statistics), p)
     verdict, reason = judged(evidence, effect, alpha)
-    return replace(judged_claim, verdict=verdict, reason=reason, evidence=evidence)
+    return replace(measured, verdict=verdict, reason=reason, evidence=evidence)
 
 
 def compared_values(claim: Claim, values: SeedValues) -> dict[str, list[float]] | str:

@@ -39,8 +39,8 @@ DECISIONS = {
     PASS_WITHIN: Decision("it passes, our effect within the band", REPRODUCED),
     PASS_OFF: Decision("it passes, our effect outside the band", DIRECTION_ONLY),
     SIGN_EXCLUDED: Decision("the 95% t-interval of mean(e) lies below 0", NOT_REPRODUCED),
-    ABOVE: Decision("the 95% interval of our effect lies above the band (the magnitude decided off)", DIRECTION_ONLY),
-    BELOW: Decision("it lies below the band (the paper's effect is excluded)", NOT_REPRODUCED),
+    ABOVE: Decision("the 95% interval of our effect lies wholly above the band (the magnitude decided off)", DIRECTION_ONLY),
+    BELOW: Decision("it lies wholly below the band (the paper's effect is excluded)", NOT_REPRODUCED),
     OPEN: Decision("none of these (always with one seed)", INCONCLUSIVE),
 }
 TABLE = "; ".join(f"({i}) {d.meets}: {d.verdict}" for i, d in enumerate(DECISIONS.values(), 1))
