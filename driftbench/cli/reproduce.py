@@ -20,7 +20,7 @@ def add_parser(sub: Subparsers) -> None:
     repro = sub.add_parser(
         "reproduce",
         help="check each paper's claims (claims/*.toml) on the benchmark: reproduced, direction only, not reproduced, "
-        "inconclusive, invalid premise or untestable",
+        "inconclusive, deterministic, invalid premise or untestable",
         description="Run what the claims need (through the sweep: finished runs are skipped), then write reproduce.md and "
         "reproduce.csv, one row per claim: the paper's figure, driftbench's (mean +/- std over seeds) and a verdict. "
         "Exit status 0 whatever the verdicts.",
@@ -34,8 +34,9 @@ def add_parser(sub: Subparsers) -> None:
         type=seed_list,
         metavar="5,6,7",
         help="seeds a second stage runs for the claims the first (--seeds) leaves inconclusive, judged on both; as many "
-        "as --seeds, none of them: each look then tests at Pocock's level 0.0147 (the verdict rule; default: one stage, "
-        "0.025). The catalogue's report: --seeds 0,1,2,3,4 --second-stage 5,6,7,8,9",
+        "as --seeds, none of them: each look then tests at Pocock's level 0.0147, and the literal twins, judged once, "
+        "at 0.025 (the verdict rule; default: one stage, 0.025). The catalogue's report: --seeds 0,1,2,3,4 "
+        "--second-stage 5,6,7,8,9",
     )
     repro.add_argument(
         "--calibrate",

@@ -197,11 +197,16 @@ def collapsed_without_drift(
     The run is cut into segments at trace events (an evaluation at round r belongs to the
     segment of the events at or before r). In each segment, accuracy is smoothed by its
     ``SMOOTHING``-evaluation trailing mean (within the segment), and the best is the highest
-    smoothed accuracy reached so far. Rule: the run collapsed if some segment ends with its
-    smoothed accuracy more than ``fall`` below its best, or if ``span`` evaluations in a row
-    each lie more than ``fall`` below the best reached by then, however far accuracy recovers
-    afterwards. A shorter dip that recovers before the segment ends, or a fall that an event
-    may explain, is not flagged.
+    smoothed accuracy reached so far. A collapse is either of: the segment ends with its
+    smoothed accuracy more than ``fall`` below its best; or ``span`` evaluations in a row each
+    lie more than ``fall`` below the best reached by then, outside the segment's start, however
+    far accuracy recovers afterwards. The start (``segment_start``) is a fall from the segment's
+    first evaluation that the smoothed accuracy climbs back from, to within
+    ``RECOVERY_TOLERANCE`` of that first evaluation: the model a run starts from is not yet the
+    method's (FEDDAG's first evaluation reads the clients' warm-up models, 0.77, before its
+    cluster models restart their classifiers: 0.53-0.55, then 0.79 and a final 0.903), so a fall
+    from it that the method makes up is its start, while one it never makes up is a collapse. A
+    shorter dip, or a fall that an event may explain, is not flagged.
     """
     rounds, accuracy = np.asarray(rounds), np.asarray(accuracy, dtype=float)
     _check_same_length(rounds, accuracy)
@@ -210,9 +215,18 @@ def collapsed_without_drift(
         values = accuracy[segment == index]
         smoothed = trailing_mean(values, SMOOTHING)
         best = np.maximum.accumulate(smoothed)
-        if best[-1] - smoothed[-1] > fall or held(best - values > fall, span).any():
+        fallen = best - values > fall
+        fallen[: segment_start(smoothed)] = False
+        if best[-1] - smoothed[-1] > fall or held(fallen, span).any():
             return True
     return False
+
+
+def segment_start(smoothed: np.ndarray) -> int:
+    """How many of a segment's evaluations are its start: those before the smoothed accuracy is first back within
+    ``RECOVERY_TOLERANCE`` of the segment's first evaluation after falling below it (0 when it never comes back)."""
+    back = np.flatnonzero(smoothed[1:] >= smoothed[0] - RECOVERY_TOLERANCE) + 1
+    return int(back[0]) if back.size else 0
 
 
 def held(flags: np.ndarray, span: int) -> np.ndarray:

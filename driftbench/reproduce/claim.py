@@ -140,7 +140,7 @@ class Claim:
     target: str | None = None  # tta_speedup: the method whose final accuracy is the target (default FedAvg)
     diagnosis: Diagnosis | None = None  # why it does not reproduce, where that has been found out
     literal_diagnosis: Diagnosis | None = None  # its literal twin's, where the readings fail for different reasons
-    bound: str | None = None  # verdict.BOUNDS: paper_value bounds the effect (the paper prints none), verdict.magnitude
+    bound: str | None = None  # verdict.BOUNDS: paper_value bounds the effect (the paper prints none), verdict.band
     calibrated_to: Calibration | None = None  # the stand-in's calibration on a reference baseline
     literal: bool = False  # the claim run again with the literal variants of methods whose default is a reading
 
@@ -172,6 +172,13 @@ class Claim:
     def methods(self) -> tuple[str, ...]:
         """The methods the claim compares."""
         return self.direction.methods
+
+    @property
+    def claimed(self) -> tuple[str, ...]:
+        """The methods whose own behaviour the claim measures: A in "A > B", "A < B" or "A = B within X" (claim files
+        name the method a claim is about first); every method of an ordering."""
+        d = self.direction
+        return d.methods if d.relation in ("increasing", "decreasing") else d.methods[:1]
 
     @property
     def run_methods(self) -> tuple[str, ...]:

@@ -93,10 +93,44 @@ def read_claim_file(path: Path) -> list[Claim]:
     ids = [c.id for c in claims]
     duplicate = next((i for i in ids if ids.count(i) > 1), None)
     require(duplicate is None, f"{path}: claims: id {duplicate!r} is used more than once")
+    check_distinct(claims, path)
     named = {t[key] for t in tables for key in ("diagnosis", "literal_diagnosis") if isinstance(t.get(key), str)}
     unused = sorted(set(shared) - named)
     require(not unused, f"{path}: diagnoses.{unused[0] if unused else ''}: no claim names it")
     return claims
+
+
+def comparison(claim: Claim) -> tuple[object, ...]:
+    """What a claim compares, the same for two claims that compare the same runs the same way: its setting (trace and
+    set), metric (with its target and no-drift twin), methods (with their overrides) and direction ("B < A" is "A > B")."""
+    d = claim.direction
+    flipped = {"<": ">", "increasing": "decreasing"}
+    methods = d.methods[::-1] if d.relation in flipped else tuple(sorted(d.methods)) if d.relation == "=" else d.methods
+    runs = tuple(claim.method_run(m) for m in methods)
+    twin = tuple(sorted((claim.twin or {}).items()))
+    return (
+        claim.trace,
+        tuple(sorted(claim.sets.items())),
+        claim.metric,
+        claim.target,
+        twin,
+        runs,
+        flipped.get(d.relation, d.relation),
+        d.margin,
+    )
+
+
+def check_distinct(claims: Sequence[Claim], path: Path) -> None:
+    """No two claims of a file compare the same runs the same way (``comparison``): that is one claim counted twice."""
+    seen: dict[tuple[object, ...], str] = {}
+    for claim in claims:
+        first = seen.setdefault(comparison(claim), claim.id)
+        require(
+            first == claim.id,
+            f"{path}: claims {first!r} and {claim.id!r} compare the same runs the same way (trace {claim.trace!r} with "
+            f"the same set, methods {list(claim.methods)}, metric {claim.metric!r}, direction {claim.direction.relation!r}): "
+            "one claim counted twice",
+        )
 
 
 def claim_tables(raw: dict[str, Any], path: Path) -> list[dict[str, Any]]:
@@ -126,6 +160,11 @@ def parse_claim(
     check_metric(table, where)
     kind, unit, effect = parse_kind(table, where)
     direction = parse_direction(table["direction"], methods, where)
+    require(
+        effect == "difference" or (direction.relation != "=" and not direction.margin),
+        f'{where}: effect \'ratio\': a ratio effect is judged on the log scale, with no "by X" margin and no "A = B '
+        'within X" (give the claim effect = "difference")',
+    )
     bound = parse_bound(table, direction, where)
     premises = tuple(parse_premise(p, f"{where}: premises[{i}]") for i, p in enumerate(table.get("premises", [])))
     paper_value = parse_paper_value(table, kind, direction.methods, where)

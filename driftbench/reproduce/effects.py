@@ -1,14 +1,13 @@
-"""Effect arithmetic: a claim's effect, ours (per seed and overall) and the paper's, in the paper's unit."""
+"""Effect arithmetic: a claim's effect at each seed and the paper's, in the paper's unit, and the scale it is tested on."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from driftbench.reproduce.claim import UNITS, Claim
-from driftbench.reproduce.verdict import Effect, least_effect
+from driftbench.reproduce.verdict import Effect, band
 
 Values = Mapping[str, Sequence[float]]  # method -> its metric's value at each of the claim's seeds, in order
 
@@ -28,9 +27,19 @@ def ratio_effect(claim: Claim) -> bool:
     return claim.metric == "tta_speedup" or claim.effect == "ratio"
 
 
+def logged(claim: Claim) -> bool:
+    """Whether the claim's statistic is formed from the logs of its metric's values (VERDICT_RULE: a ratio effect is
+    judged on the log scale); a speed-up's values are logs already (-ln time)."""
+    return claim.effect == "ratio" and claim.metric != "tta_speedup"
+
+
+def tested(claim: Claim, values: Values) -> dict[str, np.ndarray]:
+    """The values the claim's statistic is formed from: its metric's, or their logs (``logged``; positive values)."""
+    return {m: np.log(v) if logged(claim) else np.asarray(v, dtype=float) for m, v in values.items()}
+
+
 def seed_effects(claim: Claim, values: Values) -> Effect | None:
-    """Our effect at each seed in the paper's unit, beside the least the paper allows; None for an equivalence claim
-    or a ratio that is not positive at every seed."""
+    """Our effect at each seed in the paper's unit, beside the band the paper allows; None for an equivalence claim."""
     pair = ends(claim)
     if pair is None:
         return None
@@ -38,14 +47,11 @@ def seed_effects(claim: Claim, values: Values) -> Effect | None:
     if claim.metric == "tta_speedup":
         effects = np.exp(hi - lo)  # values are -ln(time)
     elif claim.effect == "ratio":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            effects = hi / lo
+        effects = hi / lo
     else:
         effects = (hi - lo) * UNITS[claim.unit]
     ratio = ratio_effect(claim)
-    if ratio and not (np.isfinite(effects).all() and (effects > 0).all()):
-        return None
-    return Effect(tuple(float(e) for e in effects), least_effect(paper_effect(claim), claim.bound, ratio), ratio)
+    return Effect(tuple(float(e) for e in effects), band(paper_effect(claim), claim.bound, ratio), ratio)
 
 
 def form_effect(claim: Claim, hi: float, lo: float) -> float | None:
@@ -53,18 +59,6 @@ def form_effect(claim: Claim, hi: float, lo: float) -> float | None:
     if claim.effect == "difference":
         return hi - lo
     return hi / lo if lo else None
-
-
-def ours_effect(claim: Claim, values: Values) -> float | None:
-    """driftbench's effect in the paper's unit: a speed-up (geometric mean) for time to accuracy, else from the seed means."""
-    pair = ends(claim)
-    if pair is None:
-        return None
-    hi, lo = (float(np.mean(values[m])) for m in pair)
-    if claim.metric == "tta_speedup":
-        return math.exp(hi - lo)  # values are -ln(time)
-    scale = UNITS[claim.unit]
-    return form_effect(claim, hi * scale, lo * scale)
 
 
 def paper_effect(claim: Claim) -> float | None:

@@ -16,6 +16,7 @@ from driftbench.reproduce.verdict import (
     MAGNITUDE,
     NOT_REPRODUCED,
     REPRODUCED,
+    relative,
 )
 
 if TYPE_CHECKING:
@@ -31,19 +32,31 @@ COLOURS = {  # verdict -> colour (colour-blind safe: Okabe-Ito)
 TICKS = (-1000, -100, -10, -3, -1, 0, 1 / MAGNITUDE, 1, MAGNITUDE, 10, 100, 1000)
 TICK_LABELS = {1 / MAGNITUDE: "1/3"}
 CAPTION = (
-    "Each claim's effect as ours/paper: dot the mean over seeds (geometric for ratios), bar its 95% interval, diamond "
-    "the paper's effect (triangles: a bound, at least or at most), shaded band 1/3 to 3 (the magnitude rule), grey "
-    "tick no effect; colour the verdict. Claims without a paper effect or a seed interval are not drawn."
+    "Each claim's effect as ours/paper (of the logs, for ratios): dot the mean over seeds, bar its 95% interval, "
+    "diamond the paper's effect (triangles: a bound, at least or at most), shaded band 1/3 to 3 (the magnitude rule), "
+    "grey line no effect; colour the verdict. Claims without a paper effect or a seed interval, or of one value "
+    "(deterministic), are not drawn."
 )
 
 
 def drawn(results: Sequence[ClaimResult]) -> list[ClaimResult]:
-    """The results a forest plot shows: a verdict with a colour, a paper effect other than 0 and an interval of seeds."""
+    """The results a forest plot shows: a verdict with a colour, a paper effect to divide by and an interval of seeds."""
     return [
         r
         for r in results
-        if r.verdict in COLOURS and r.paper and r.effect is not None and len(r.effect.values) > 1 and r.claim.kind != "driftbench"
+        if r.verdict in COLOURS
+        and r.effect is not None
+        and relative(1.0 if r.effect.ratio else 0.0, r.paper, r.effect.ratio) is not None
+        and len(r.effect.values) > 1
+        and r.claim.kind != "driftbench"
     ]
+
+
+def over(value: float, paper: float, ratio: bool) -> float:
+    """A drawn effect over the paper's (``verdict.relative``), which ``drawn`` ensures there is."""
+    shown = relative(value, paper, ratio)
+    assert shown is not None
+    return shown
 
 
 def forest_plots(results: Sequence[ClaimResult]) -> list[Plot]:
@@ -58,9 +71,10 @@ def forest_plots(results: Sequence[ClaimResult]) -> list[Plot]:
 def forest_figure(rows: Sequence[ClaimResult]) -> Figure:
     """The forest plot of one paper's drawable results, first claim on top.
 
-    Effects of different units share one axis as ours/paper: the paper's effect (or bound) is 1 on every row, the band
-    from 1/3 to 3 is the verdict rule's magnitude, and 0 is no effect for a difference (for a ratio, no effect is 1x,
-    marked on its row). The axis is symmetric-log (linear between -1 and 1), so an effect far off the paper's stays on it.
+    Effects of different units share one axis as ours/paper (a ratio's as the log of ours over the log of the paper's,
+    the scale the verdict rule judges it on): the paper's effect (or bound) is 1 on every row, the band from 1/3 to 3 is
+    the verdict rule's magnitude, and 0 is no effect. The axis is symmetric-log (linear between -1 and 1), so an effect
+    far off the paper's stays on it.
     """
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -73,12 +87,11 @@ def forest_figure(rows: Sequence[ClaimResult]) -> Figure:
         effect, paper = result.effect, result.paper
         assert effect is not None and paper  # drawn() keeps only these
         interval, colour = effect.interval(), COLOURS[result.verdict]
-        ax.plot([interval.low / paper, interval.high / paper], [y, y], color=colour, linewidth=2, solid_capstyle="butt")
-        ax.plot(interval.mean / paper, y, "o", color=colour, markersize=5)
+        left, mean, right = (over(v, paper, effect.ratio) for v in (interval.low, interval.mean, interval.high))
+        ax.plot([left, right], [y, y], color=colour, linewidth=2, solid_capstyle="butt")
+        ax.plot(mean, y, "o", color=colour, markersize=5)
         marker = {AT_LEAST: ">", AT_MOST: "<"}.get(result.claim.bound or "", "D")
         ax.plot(1, y, marker, color="black", markersize=5, fillstyle="none")
-        if effect.ratio:
-            ax.plot(1 / paper, y, "|", color="0.5", markersize=9)
     ax.set_xscale("symlog", linthresh=1)
     low, high = ax.get_xlim()
     ticks = [t for t in TICKS if low <= t <= high]

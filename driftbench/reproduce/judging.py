@@ -1,4 +1,4 @@
-"""Judging, pure: each claim's verdict from plain per-seed scores, Holm and magnitude over a look, and the two looks."""
+"""Judging, pure: each claim's verdict from plain per-seed scores, Holm and the decision table over a look, and two looks."""
 
 from __future__ import annotations
 
@@ -8,31 +8,28 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from driftbench.reproduce.claim import Claim, Premise
-from driftbench.reproduce.effects import Values, ours_effect, paper_effect, seed_effects
+from driftbench.reproduce.claim import Claim
+from driftbench.reproduce.effects import Values, logged, paper_effect, ratio_effect, seed_effects, tested
 from driftbench.reproduce.metrics import metric_spec
+from driftbench.reproduce.premises import Flags, findings
+from driftbench.reproduce.premises import SeedValues as SeedValues  # scoring builds ClaimScores from it
 from driftbench.reproduce.verdict import (
     ALPHA,
-    DIRECTION_ONLY,
+    DETERMINISTIC,
     INCONCLUSIVE,
     INVALID_PREMISE,
     NOT_REPRODUCED,
-    REPRODUCED,
     UNTESTABLE,
     Effect,
-    Test,
-    adjusted,
+    Evidence,
     holm,
+    judged,
     level,
-    magnitude,
     one_sided_p,
-    test,
+    one_value,
+    relative,
     tost_p,
 )
-
-COLLAPSE = "collapse_without_drift"  # the degeneracy flag every claim's implicit premise rules out
-SeedValues = Mapping[int, Mapping[str, float | None]]  # seed -> method -> a metric's value there (None: the run has none)
-Flags = Mapping[int, Mapping[str, tuple[str, ...]]]  # seed -> method -> its run's degeneracy flags
 
 
 @dataclass(frozen=True)
@@ -61,25 +58,28 @@ Scored = tuple[Claim, ClaimScores | str]  # a claim and its scores, or why it ha
 
 @dataclass(frozen=True)
 class ClaimResult:
-    """A claim's verdict, why, driftbench's figure, its p-value and its effect beside the paper's."""
+    """A claim's verdict, why, driftbench's figure, the evidence it was tested on and its effect beside the paper's."""
 
     claim: Claim
     verdict: str
     reason: str
     figure: str = "-"
-    p: float | None = None  # the test's p-value, before Holm (None: no test was made)
-    ours: float | None = None  # driftbench's effect in the paper's unit (a ratio for speed-ups)
+    ours: float | None = None  # driftbench's effect in the paper's unit (a ratio for ratio effects: geometric mean)
     paper: float | None = None  # the paper's effect
-    excluded: str | None = None  # why the paper's effect is excluded (verdict.Effect), where it is
     seeds: tuple[int, ...] = ()  # the seeds the claim was judged on
     effect: Effect | None = None  # our effect at each seed, in the paper's unit (None: no effect to compare)
+    evidence: Evidence | None = None  # its statistic and p-value (None: no test was made)
+    shown: tuple[str, ...] = ()  # flags and premises shown beside the verdict, which void nothing (``premises``)
+
+    @property
+    def p(self) -> float | None:
+        """The test's p-value, before Holm; None where no test was made."""
+        return None if self.evidence is None else self.evidence.p
 
     @property
     def ratio(self) -> float | None:
-        """Our effect over the paper's; None without both."""
-        if self.ours is None or self.paper is None or self.paper == 0:
-            return None
-        return self.ours / self.paper
+        """Our effect over the paper's (of the logs, for ratio effects: ``verdict.relative``); None without both."""
+        return relative(self.ours, self.paper, ratio_effect(self.claim))
 
 
 def judge(scored: Sequence[Scored], second: tuple[int, ...] = (), again: Sequence[Scored] = ()) -> list[ClaimResult]:
@@ -89,109 +89,90 @@ def judge(scored: Sequence[Scored], second: tuple[int, ...] = (), again: Sequenc
     scores archived from a report judge again to the verdicts ``run.reproduce`` gave.
 
     ``scored``: each claim with its scores at the first stage's seeds, or why it is untestable. ``second``: the seeds
-    of a second stage, declared before it runs: both looks then test at Pocock's level (``VERDICT_RULE``). ``again``:
-    the claims the first look left open (``open_claims``) scored on the seeds of both stages; without it, the verdicts
-    are the first look's.
+    of a second stage, declared before it runs: each claim with two looks then tests at Pocock's level at both
+    (``VERDICT_RULE``). ``again``: the claims the first look left open (``open_claims``) scored on the seeds of both
+    stages; without it, the verdicts are the first look's.
     """
-    alpha = level(2 if second else 1)
-    first = [judge_claim(claim, scores, alpha) for claim, scores in scored]
-    results = finalize(first, alpha)
+    stages = 2 if second else 1
+    first = [judge_claim(claim, scores, level(looks(claim, stages))) for claim, scores in scored]
+    results = finalize(first, stages)
     if not again:
         return results
-    return second_look(results, first, [judge_claim(claim, scores, alpha) for claim, scores in again], second)
+    return second_look(results, first, [judge_claim(claim, scores, level(2)) for claim, scores in again], second)
+
+
+def looks(claim: Claim, stages: int) -> int:
+    """How many looks a claim gets in a report of ``stages`` stages: one for a literal twin, which is never run again."""
+    return 1 if claim.literal else stages
 
 
 def open_claims(results: Sequence[ClaimResult]) -> list[Claim]:
     """The claims a second stage runs again: tested, inconclusive at the first look, and not literal twins."""
-    return [r.claim for r in results if r.verdict == INCONCLUSIVE and r.p is not None and not r.claim.literal]
+    return [r.claim for r in results if r.verdict == INCONCLUSIVE and r.evidence is not None and not r.claim.literal]
 
 
 def judge_claim(claim: Claim, scores: ClaimScores | str, alpha: float = ALPHA) -> ClaimResult:
-    """The claim's test from its scores (a str: why it is untestable), before Holm and magnitude (``finalize``).
+    """The claim's verdict from its scores (a str: why it is untestable), alone at level ``alpha`` (before Holm).
 
-    Premises first (every claim's implicit one: no run flagged ``collapse_without_drift``, whose numbers come from a
-    defect, not the method), then the paired test at level ``alpha``.
+    Premises and flags first (``premises.findings``), then reaching the target, one value, and the paired test.
     """
     if isinstance(scores, str):
         return ClaimResult(claim, UNTESTABLE, scores)
     values = compared_values(claim, scores.values)
     if isinstance(values, str):
         return ClaimResult(claim, UNTESTABLE, values)
-    shown, paper, effect = figure(claim, values), paper_effect(claim), seed_effects(claim, values)
-    untested = ClaimResult(claim, INVALID_PREMISE, "", shown, paper=paper, seeds=scores.seeds, effect=effect)
-    unmet = premises_failure(claim, scores)
-    if unmet:
-        return replace(untested, reason=unmet)
+    effect, found = seed_effects(claim, values), findings(claim, scores.flags, scores.premises)
+    text, paper = figure(claim, values), paper_effect(claim)
+    untested = ClaimResult(claim, INVALID_PREMISE, "", text, paper=paper, seeds=scores.seeds, effect=effect, shown=found.shown)
+    if found.void:
+        return replace(untested, reason=found.void)
     never = unreached(claim, scores.reached)
     if never:
         return replace(untested, verdict=NOT_REPRODUCED, reason=never)
-    result = claim_test(claim, values, effect, alpha)
-    ours = ours_effect(claim, values)
-    return replace(untested, verdict=result.verdict, reason=result.reason, p=result.p, ours=ours, excluded=result.excluded)
+    measured = replace(untested, ours=None if effect is None else effect.interval().mean)
+    statistics, series = claim_statistics(claim, values)
+    if one_value(series):
+        return replace(measured, verdict=DETERMINISTIC, reason=deterministic(claim, values, statistics))
+    p = tost_p(series, claim.direction.margin) if claim.direction.relation == "=" else one_sided_p(statistics)
+    evidence = Evidence(tuple(statistics), p)
+    verdict, reason = judged(evidence, effect, alpha)
+    return replace(measured, verdict=verdict, reason=reason, evidence=evidence)
 
 
 def compared_values(claim: Claim, values: SeedValues) -> dict[str, list[float]] | str:
-    """Each compared method's values in seed order, or which run has none and why."""
+    """Each compared method's values in seed order, or which run has none (or, for a ratio, none above 0) and why."""
     compared: dict[str, list[float]] = {m: [] for m in claim.methods}
     for seed, by_method in sorted(values.items()):
         for method in claim.methods:
             value = by_method[method]
             if value is None:
                 return f"{method}, seed {seed}: {metric_spec(claim.metric).missing}"
+            if logged(claim) and not value > 0:
+                return f"{method}, seed {seed}: {claim.metric} {value:.3g}, where a ratio effect needs values above 0"
             compared[method].append(value)
     return compared
 
 
-def claim_test(claim: Claim, values: Values, effect: Effect | None, alpha: float) -> Test:
-    """The paired test of the claim's per-seed statistic (TOST for "A = B within X") at level ``alpha``."""
+def claim_statistics(claim: Claim, values: Values) -> tuple[list[float], np.ndarray]:
+    """The claim's statistic at each seed (``Direction.statistic`` on the tested scale: logs for a ratio effect), and
+    the series its test reads: the statistics, or for "A = B within X" the differences A - B."""
+    scaled = tested(claim, values)
     seeds = len(values[claim.methods[0]])
-    statistics = [claim.direction.statistic({m: v[i] for m, v in values.items()}) for i in range(seeds)]
-    if claim.direction.relation == "=":
-        a, b = claim.methods
-        p = tost_p(np.subtract(values[a], values[b]), claim.direction.margin)
+    statistics = [claim.direction.statistic({m: float(v[i]) for m, v in scaled.items()}) for i in range(seeds)]
+    if claim.direction.relation != "=":
+        return statistics, np.asarray(statistics)
+    a, b = claim.methods
+    return statistics, scaled[a] - scaled[b]
+
+
+def deterministic(claim: Claim, values: Values, statistics: Sequence[float]) -> str:
+    """Why a claim is ``DETERMINISTIC``: its compared runs give the same value at every seed, or its statistic does."""
+    holds = "holds" if statistics[0] > 0 else "does not hold"
+    if all(len(set(seen)) == 1 for seen in zip(*(values[m] for m in claim.methods))):
+        why = f"{', '.join(claim.methods)} give the same {claim.metric} at every seed (identical runs)"
     else:
-        p = one_sided_p(statistics)
-    return test(statistics, p, effect, alpha)
-
-
-def premises_failure(claim: Claim, scores: ClaimScores) -> str | None:
-    """Why the first failing premise fails, the implicit one (no collapse without drift) first; None if all hold."""
-    collapsed = first_flagged(scores.flags, (COLLAPSE,))
-    if collapsed:
-        method, _, seed = collapsed
-        return f"premise 'no run collapses without drift' fails: {method} at seed {seed}"
-    failures = (premise_failure(p, values, scores.flags) for p, values in zip(claim.premises, scores.premises, strict=True))
-    return next((why for why in failures if why), None)
-
-
-def first_flagged(flags: Flags, only: tuple[str, ...] | None = None) -> tuple[str, tuple[str, ...], int] | None:
-    """The first run (by seed) with a degeneracy flag, among ``only`` if given: (method, its flags, seed); None if none."""
-    for seed, by_method in sorted(flags.items()):
-        for method, flagged in by_method.items():
-            if flagged and (only is None or set(only) & set(flagged)):
-                return method, flagged, seed
-    return None
-
-
-def premise_failure(premise: Premise, values: SeedValues, flags: Flags) -> str | None:
-    """Why the premise fails on these values (its metric's) or flags, with the failing value; None when it holds."""
-    if premise.metric is None:
-        flagged = first_flagged(flags)
-        if flagged is None:
-            return None
-        method, found, seed = flagged
-        return f"premise {premise.text!r} fails: {method} {'+'.join(found)} at seed {seed}"
-    assert premise.direction is not None
-    means: dict[str, float] = {}
-    for method in premise.methods:
-        seen = [by[method] for _, by in sorted(values.items())]
-        if any(v is None for v in seen):
-            return f"premise {premise.text!r} has no value: {method}: {metric_spec(premise.metric).missing}"
-        means[method] = float(np.mean([v for v in seen if v is not None]))
-    if premise.direction.statistic(means) >= 0:
-        return None
-    spec = metric_spec(premise.metric)
-    return f"premise {premise.text!r} fails: " + ", ".join(f"{m} {spec.fmt.format(v)}" for m, v in means.items())
+        why = f"the claim's statistic is {statistics[0]:+.3g} at every seed"
+    return f"deterministic: one value: {why}, so the seeds are one measurement and no test applies; the claim {holds} at it"
 
 
 def unreached(claim: Claim, reached: Mapping[int, bool]) -> str | None:
@@ -222,22 +203,23 @@ def figure(claim: Claim, values: Values) -> str:
     return text
 
 
-def finalize(results: Sequence[ClaimResult], alpha: float = ALPHA) -> list[ClaimResult]:
-    """Holm over each paper's tested claims (its driftbench claims and literal twins apart) at ``alpha``, then magnitude."""
+def finalize(results: Sequence[ClaimResult], stages: int = 1) -> list[ClaimResult]:
+    """Holm over each paper's tested claims (its driftbench claims and literal twins apart), then the decision table at
+    each claim's level in a report of ``stages`` stages (``looks``)."""
     families: dict[tuple[str, bool, bool], list[int]] = {}
     for i, result in enumerate(results):
-        if result.p is not None:
+        if result.evidence is not None:
             c = result.claim
             families.setdefault((c.paper, c.kind == "driftbench", c.literal), []).append(i)
     done = list(results)
     for members in families.values():
-        for i, p_holm in zip(members, holm([results[i].p or 0.0 for i in members])):
+        evidence = [results[i].evidence for i in members]
+        for i, p_holm in zip(members, holm([e.p for e in evidence if e is not None])):
             r = results[i]
-            checked = adjusted(Test(r.verdict, r.reason, r.p or 0.0, r.excluded), p_holm, len(members), alpha)
-            verdict = checked.verdict
-            if verdict == REPRODUCED and not magnitude(r.ours, r.paper, r.claim.bound):
-                verdict = DIRECTION_ONLY
-            done[i] = replace(r, verdict=verdict, reason=checked.reason)
+            assert r.evidence is not None
+            alpha = level(looks(r.claim, stages))
+            verdict, reason = judged(r.evidence, r.effect, alpha, (p_holm, len(members)))
+            done[i] = replace(r, verdict=verdict, reason=reason)
     return done
 
 
@@ -251,7 +233,7 @@ def second_look(
     """
     later = {r.claim.key: r for r in again}
     looked = {key for key, r in later.items() if r.verdict != UNTESTABLE}
-    final = finalize([later[r.claim.key] if r.claim.key in looked else r for r in first], level(2))
+    final = finalize([later[r.claim.key] if r.claim.key in looked else r for r in first], 2)
     missing = f"second stage (seeds {seed_range(second)})"
     return [
         final[i]

@@ -39,6 +39,7 @@ class Metric:
     missing: str  # why a run has no value
     fmt: str = "{:.3g}"
     shown: Callable[[float], float] = float  # the value as the report shows it
+    healthy: bool = False  # read from the run's own level before a drift: a collapse before it leaves no meaning
 
 
 def _mean_or_none(values: Sequence[float]) -> float | None:
@@ -85,16 +86,19 @@ METRICS: dict[str, Metric] = {
         lambda s, _: _mean_or_none([r.drop for r in s.recovery if r.drop is not None]),
         "no drift event with an evaluation before it",
         "{:.3f}",
+        healthy=True,
     ),
     "rounds_to_recover": Metric(
         lambda s, _: _mean_or_none([r.rounds_to_recover for r in s.recovery if r.rounds_to_recover is not None]),
         "no drift event it recovered from",
+        healthy=True,
     ),
     "delta_permille": Metric(
         lambda s, _: _mean_or_none([r.delta_permille for r in s.recovery if r.delta_permille is not None]),
         "no drift event with an evaluation before it",
+        healthy=True,
     ),
-    "delta_permille_stable": Metric(stable_delta, "no final accuracy"),
+    "delta_permille_stable": Metric(stable_delta, "no final accuracy", healthy=True),
     "peak_accuracy": Metric(lambda _, c: peak_accuracy(c.run_rows()), "no evaluation", "{:.3f}"),
     "newcomer_accuracy": Metric(lambda s, _: s.newcomer_accuracy, "no newcomers (the trace's newcomers is 0)", "{:.3f}"),
     "pre_drift_accuracy": Metric(pre_drift, "no evaluation before a drift event", "{:.3f}"),
@@ -111,8 +115,10 @@ METRICS: dict[str, Metric] = {
     "scorecard.next_segment_worst": Metric(
         lambda s, _: s.scorecard.next_segment_worst, "no drift event: no next segment", "{:.3f}"
     ),
-    "scorecard.backward_transfer": Metric(lambda s, _: s.scorecard.backward_transfer, "fewer than two segments", "{:.3f}"),
-    "scorecard.forgetting": Metric(lambda s, _: s.scorecard.forgetting, "fewer than two segments", "{:.3f}"),
+    "scorecard.backward_transfer": Metric(
+        lambda s, _: s.scorecard.backward_transfer, "fewer than two segments", "{:.3f}", healthy=True
+    ),
+    "scorecard.forgetting": Metric(lambda s, _: s.scorecard.forgetting, "fewer than two segments", "{:.3f}", healthy=True),
     "scorecard.prequential_accuracy": Metric(lambda s, _: s.scorecard.prequential_accuracy, "no client trained", "{:.3f}"),
     "scorecard.detection_delay": Metric(lambda s, _: s.scorecard.detection.delay_mean, "no drift event detected"),
     "scorecard.client_detection_delay": Metric(

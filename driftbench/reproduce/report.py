@@ -81,7 +81,7 @@ class Report:
             )
         twins = (
             f"{len(literal)} literal twins (claims run again with methods as their papers are written, where the "
-            f"default is a reading; their own Holm families, first look only): {counts(literal)}. "
+            f"default is a reading; their own Holm families, judged once, at level {level(1):g}): {counts(literal)}. "
             if literal
             else ""
         )
@@ -113,7 +113,8 @@ def row(result: ClaimResult, brief: bool = False) -> dict[str, str]:
     paper = number(result.paper, c)
     ratio = "-" if result.ratio is None else f"{result.ratio:.2g}"
     effect = [bounded(paper, c), number(result.ours, c), interval(result), ratio]
-    reason = result.reason + (f"; {off_calibration(c)}" if c.calibrated_to and not c.calibrated_to.within else "")
+    beside = f"; beside the verdict: {'; '.join(result.shown)}" if result.shown else ""
+    reason = result.reason + beside + (f"; {off_calibration(c)}" if c.calibrated_to and not c.calibrated_to.within else "")
     cells = [c.title, c.label, c.kind, c.where, c.text, c.paper_figure, *effect, result.figure, result.verdict, reason]
     return dict(zip(COLUMNS, [*cells, notes(c), diagnosis], strict=True))
 

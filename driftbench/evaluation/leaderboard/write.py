@@ -124,7 +124,8 @@ GLOSSARY = {  # table header or term -> its meaning
     "clustering_unchanged (a method designed to re-cluster whose partition of clients never changed from the first drift "
     "event on; a trace without events flags none); or at which a method collapsed: collapse_without_drift (between two trace "
     f"events, or after the last, the 3-evaluation trailing mean ends more than {COLLAPSE_FALL} below the highest it reached, "
-    f"or {COLLAPSE_SPAN} evaluations in a row lie more than {COLLAPSE_FALL} below the highest reached by then)",
+    f"or {COLLAPSE_SPAN} evaluations in a row lie more than {COLLAPSE_FALL} below the highest reached by then, outside "
+    "a fall from the segment's first evaluation that accuracy climbs back from: the method's start)",
     "runs": "run folders by status: ok, diverged (counted with the accuracy reached) or incomplete (left out)",
 }
 FULL_TABLE = "all columns"
