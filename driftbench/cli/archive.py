@@ -22,9 +22,10 @@ EXAMPLE = "example:\n  driftbench archive runs/ --out results/demo && driftbench
 
 def add_parser(sub: Subparsers) -> None:
     """Add ``driftbench archive`` and its flags."""
+    from driftbench.cli.common import add_command
+
     line = "pack a runs folder's complete runs into an archive (Parquet tables) that every reader takes like the folder"
-    formatter = argparse.RawDescriptionHelpFormatter
-    archive = sub.add_parser("archive", help=line, description=DESCRIPTION, epilog=EXAMPLE, formatter_class=formatter)
+    archive = add_command(sub, "archive", line, DESCRIPTION, EXAMPLE)
     archive.add_argument("runs", type=Path, metavar="RUNS_DIR", help="the runs folder to archive")
     archive.add_argument("--out", type=Path, required=True, metavar="ARCHIVE", help="the archive's folder (e.g. results/NAME)")
     archive.add_argument(

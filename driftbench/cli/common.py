@@ -29,6 +29,12 @@ def leaves(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     return [leaf for a in subs for child in dict.fromkeys(a.choices.values()) for leaf in leaves(child)] or [p]
 
 
+def add_command(sub: Subparsers, name: str, line: str, description: str, example: str) -> argparse.ArgumentParser:
+    """A command's parser with its one-line help, its description and its example, shown as written."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    return sub.add_parser(name, help=line, description=description, epilog=example, formatter_class=formatter)
+
+
 def add_sets(p: argparse.ArgumentParser, keys: str) -> None:
     """Add the repeatable ``--set key=value`` option."""
     p.add_argument(

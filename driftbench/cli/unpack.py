@@ -22,9 +22,10 @@ EXAMPLE = (
 
 def add_parser(sub: Subparsers) -> None:
     """Add ``driftbench unpack`` and its flags."""
+    from driftbench.cli.common import add_command
+
     line = "write an archive's runs back as run folders, so that a sweep or report continues from them"
-    formatter = argparse.RawDescriptionHelpFormatter
-    unpack = sub.add_parser("unpack", help=line, description=DESCRIPTION, epilog=EXAMPLE, formatter_class=formatter)
+    unpack = add_command(sub, "unpack", line, DESCRIPTION, EXAMPLE)
     unpack.add_argument("archive", type=Path, metavar="ARCHIVE", help="the archive's folder (e.g. results/NAME)")
     unpack.add_argument("--out", type=Path, required=True, metavar="RUNS_DIR", help="the runs folder to write the runs to")
     unpack.add_argument("--quiet", action="store_true", help="no progress bar")
