@@ -239,7 +239,8 @@ def test_reproduce_tags_each_run_with_its_papers_and_claims(tmp_path, store, mon
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "reproduce")
     claim = 'where = "Table 1"\nclaim = "c"\ntrace = "static"\nmetric = "final_accuracy"\npaper_figure = "1 vs 2"\n' + KIND
     both = f'methods = ["oracle", "fedavg"]\ndirection = "oracle > fedavg"\nset = {{ {CLAIM_TINY} }}\n'
-    claim_file(tmp_path / "claims", f'[[claims]]\nid = "a"\n{claim}{both}[[claims]]\nid = "b"\n{claim}{both}', "one")
+    other = claim.replace("final_accuracy", "mean_accuracy")  # the same runs, compared on another metric
+    claim_file(tmp_path / "claims", f'[[claims]]\nid = "a"\n{claim}{both}[[claims]]\nid = "b"\n{other}{both}', "one")
     (tmp_path / "claims/two.toml").write_text(
         f'paper = "B paper"\n[[claims]]\nid = "c"\n{claim}methods = ["fedavg", "oracle"]\ndirection = "fedavg > oracle"\n'
         f"set = {{ {CLAIM_TINY} }}\n"
