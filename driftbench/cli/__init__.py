@@ -20,6 +20,7 @@ from driftbench.cli import (
     export,
     leaderboard,
     listing,
+    render,
     reproduce,
     run,
     sweep,
@@ -34,7 +35,9 @@ from driftbench.registry import ENV
 from driftbench.tracking.destinations import TRACKER_MODULES
 
 # in --help's order
-COMMANDS = (run, listing, trace, sweep, unlock, reproduce, leaderboard, export, archive, unpack, check, bench, check_method)
+COMMANDS = (
+    run, listing, trace, sweep, unlock, reproduce, leaderboard, export, archive, unpack, render, check, bench, check_method
+)  # fmt: skip
 
 EPILOG = """examples:
   driftbench run --trace openimage-buckets                the main job: default comparison, seed 0

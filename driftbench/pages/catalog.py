@@ -1,0 +1,7 @@
+"""The rendered pages by name, each a function of the repository root (the archives in ``results/`` below it)."""
+
+from __future__ import annotations
+
+from driftbench.pages.render import Renderer
+
+PAGES: dict[str, Renderer] = {}
