@@ -1,6 +1,7 @@
 """driftbench.results: a small sweep's runs folder as DataFrames, row for row what the record reader reads."""
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
@@ -32,7 +33,7 @@ def swept(tmp_path_factory):
 def test_runs_has_one_row_per_run_with_summary_and_config(swept):
     table = results.runs(swept)
     records = find_runs(swept)
-    assert list(table.columns[:4]) == ["trace", "method", "seed", "status"]
+    assert list(table.columns[:5]) == ["trace", "method", "seed", "path", "status"]
     assert [tuple(r) for r in table[["method", "seed", "status"]].itertuples(index=False)] == [
         (r.method, r.seed, r.status) for r in records
     ]
@@ -51,16 +52,16 @@ def test_runs_has_one_row_per_run_with_summary_and_config(swept):
 
 def test_evaluations_stack_every_rounds_csv_with_the_run_identity(swept):
     table = results.evaluations(swept)
-    assert list(table.columns) == ["trace", "method", "seed", *ROUND_COLUMNS]
+    assert list(table.columns) == [*results.IDENTITY, *ROUND_COLUMNS]
     assert len(table) == 4 * 6
-    one = table[(table["method"] == "ifca") & (table["seed"] == 1)].drop(columns=["trace", "method", "seed"])
+    one = table[(table["method"] == "ifca") & (table["seed"] == 1)].drop(columns=list(results.IDENTITY))
     pd.testing.assert_frame_equal(one.reset_index(drop=True), read_rounds(swept / "label-swap/ifca/seed1/rounds.csv"))
 
 
 def test_events_stack_every_events_csv_with_the_run_identity(swept):
     table = results.events(swept)
     files = [read_events(r.path / "events.csv") for r in find_runs(swept) if r.summary is not None]
-    assert len(table) == sum(len(f) for f in files) and list(table.columns[:3]) == ["trace", "method", "seed"]
+    assert len(table) == sum(len(f) for f in files) and list(table.columns[:4]) == list(results.IDENTITY)
     assert set(table["method"]) <= {"fedavg", "ifca"} and set(table["kind"]) <= {"assign"}
     assert len(results.diagnostics(swept)) == 2 * 6 * 2  # IFCA's two quantities, every round, two seeds
 
@@ -73,7 +74,7 @@ def test_a_folder_without_runs_is_a_one_line_error(tmp_path):
 def test_matrices_and_detections_unroll_each_summary_scorecard(swept):
     done = {(r.method, r.seed): r.summary.scorecard for r in find_runs(swept) if r.summary is not None}
     matrices = results.matrices(swept)
-    assert list(matrices.columns) == ["trace", "method", "seed", *results.MATRIX_COLUMNS]
+    assert list(matrices.columns) == [*results.IDENTITY, *results.MATRIX_COLUMNS]
     assert len(matrices) == sum(len(c.accuracy_matrix) * len(c.segment_starts) for c in done.values())
     one = matrices[(matrices["method"] == "ifca") & (matrices["seed"] == 1)]
     card = done[("ifca", 1)]
@@ -82,7 +83,16 @@ def test_matrices_and_detections_unroll_each_summary_scorecard(swept):
         list(row) for row in card.accuracy_matrix
     ]
     detections = results.detections(swept)
-    assert list(detections.columns) == ["trace", "method", "seed", *results.DETECTION_COLUMNS]
+    assert list(detections.columns) == [*results.IDENTITY, *results.DETECTION_COLUMNS]
     assert len(detections) == sum(len(c.detection.events) for c in done.values()) > 0
     fedavg = detections[detections["method"] == "fedavg"]
     assert fedavg["delay"].isna().all() and (fedavg["clients_detected"] == 0).all()  # one model: it never reacts
+
+
+def test_a_reproduce_folder_s_runs_are_told_apart_by_their_path(swept, tmp_path):
+    nested = tmp_path / "report"
+    shutil.copytree(swept / "label-swap", nested / "label-swap+rounds=6" / "label-swap")
+    shutil.copytree(swept / "label-swap", nested / "label-swap+rounds=7" / "label-swap")
+    table = results.runs(nested)
+    assert len(table) == 2 * len(find_runs(swept)) and table["path"].is_unique
+    assert len(results.evaluations(nested)) == 2 * len(results.evaluations(swept))

@@ -113,6 +113,14 @@ def find_runs(root: Path) -> list[RunRecord]:
     return with_derived(sorted((load_record(f) for f in folders), key=lambda r: (r.trace, r.method, r.seed)))
 
 
+def every_run(root: Path) -> list[RunRecord]:
+    """Every run below ``root`` at any depth (a sweep's and reproduce's alike), a runs folder or an archive, as readers
+    see them, sorted by trace, method, seed and place."""
+    root = Path(root)
+    records = archived_runs(root) if is_archive(root) else read_records(record_folders(root))
+    return sorted(records, key=lambda r: (r.trace, r.method, r.seed, str(r.path)))
+
+
 def nested_runs(root: Path) -> list[tuple[Path, Callable[[], RunRecord]]]:
     """Every run below ``root`` at any depth (reproduce's setting folders too), a runs folder or an archive, sorted by
     place, each with how to read its record as readers see it: a folder's record is read when asked, so that a

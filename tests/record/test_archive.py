@@ -46,9 +46,9 @@ def archived(swept, tmp_path_factory):
 def test_every_table_and_summary_reads_from_the_archive_as_from_the_runs_folder(swept, archived):
     for name in TABLES:
         folder, archive = getattr(results, name)(swept), getattr(results, name)(archived)
-        if name == "runs":  # the path: the run's folder, or its place in the archive
-            assert list(archive["path"]) == [str(archived / r.label) for r in find_runs(swept)]
-            folder, archive = folder.drop(columns="path"), archive.drop(columns="path")
+        places = {str(swept / r.label): str(archived / r.label) for r in find_runs(swept)}
+        assert list(archive["path"]) == [places[path] for path in folder["path"]]  # the run's folder, or its place
+        folder, archive = folder.drop(columns="path"), archive.drop(columns="path")
         assert len(folder) > 0
         pd.testing.assert_frame_equal(archive, folder)
     runs, read = find_runs(swept), find_runs(archived)
