@@ -10,7 +10,7 @@ from driftbench.errors import ConfigError
 from driftbench.record.archive_write import write_archive
 from driftbench.record.files import run_dir, write_json
 from driftbench.record.schema import RoundRow, write_events, write_rounds, write_summary
-from driftbench.reproduce.claim_file import read_claim_file
+from driftbench.reproduce.claim_file import load_claims, read_claim_file
 from driftbench.reproduce.planning import Setting
 from driftbench.reproduce.quote import holds, written
 from driftbench.reproduce.quotes import quote_mismatches
@@ -152,3 +152,12 @@ def test_a_claims_own_diagnosis_may_quote_too_and_is_named_by_its_claim(tmp_path
     path.write_text(text.replace('method = "cflgt"', 'method = "flhc"', 1))
     with pytest.raises(ConfigError, match=r"claims\[0\] \(c\): diagnosis: quotes\[0\]: claim 'c': method 'flhc': unknown method"):
         read_claim_file(path)
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"  # the reports' archives, results/reproduce-<paper>
+
+
+@pytest.mark.parametrize("archive", sorted(RESULTS.glob("reproduce-*")), ids=lambda path: path.name)
+def test_the_bundled_diagnoses_quote_what_their_reports_archive_holds(archive):
+    paper = archive.name.removeprefix("reproduce-")
+    assert quote_mismatches(paper, load_claims(papers=[paper]), archive) == []
