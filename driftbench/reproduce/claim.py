@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from driftbench.reproduce.quote import Quote
 
 # exact: the paper's metric and figure; bound: the paper's metric, its figure a bound the paper implies but does
 # not print (``bound`` says which side); proxy: another metric standing in for it (``difference`` says how);
@@ -49,6 +53,7 @@ class Diagnosis:
     command: str
     commit: str | None = None  # the fix, for kind ``implementation``
     name: str = ""  # its key in the file's [diagnoses], or the id of the one claim whose own table it is
+    quotes: tuple[Quote, ...] = ()  # the evidence's numbers from the report's runs, checked against them (``quotes``)
 
     def __str__(self) -> str:
         fix = f" (fixed in {self.commit})" if self.commit else ""

@@ -26,6 +26,7 @@ from driftbench.reproduce.claim import (
     Premise,
 )
 from driftbench.reproduce.metrics import metric_names
+from driftbench.reproduce.quote_file import check_quote_claims, parse_quotes
 from driftbench.reproduce.verdict import BOUNDS
 
 CLAIMS_DIR = catalog_dir("claims")
@@ -60,7 +61,7 @@ VALUE_KEY = "paper_value"
 OPTIONAL_CLAIM_KEYS = {"set", "target", "diagnosis", "difference", "effect", "premises", "method_set", "twin", "protocol"}
 OPTIONAL_CLAIM_KEYS |= {"workload", "bound", "differs", "calibrated_to", "literal_diagnosis"}
 DEGENERATE_PREMISE = "none degenerate"
-DIAGNOSIS_KEYS = {"kind": str, "evidence": str, "command": str, "commit": str}
+DIAGNOSIS_KEYS = {"kind": str, "evidence": str, "command": str, "commit": str, "quotes": list}
 CALIBRATION_KEYS = {"method": str, "paper": object, "ours": object, "seeds": list, "set": dict, "metric": str, "method_set": dict}
 ORDERINGS = ("increasing", "decreasing")
 PAIR = re.compile(r"^\s*(\S+)\s*([<>])\s*(\S+)(?:\s+by\s+(\S+))?\s*$")
@@ -94,6 +95,7 @@ def read_claim_file(path: Path) -> list[Claim]:
     duplicate = next((i for i in ids if ids.count(i) > 1), None)
     require(duplicate is None, f"{path}: claims: id {duplicate!r} is used more than once")
     check_distinct(claims, path)
+    check_quote_claims(claims, shared, path)
     named = {t[key] for t in tables for key in ("diagnosis", "literal_diagnosis") if isinstance(t.get(key), str)}
     unused = sorted(set(shared) - named)
     require(not unused, f"{path}: diagnoses.{unused[0] if unused else ''}: no claim names it")
@@ -402,7 +404,8 @@ def parse_diagnosis(table: dict[str, Any], where: str, name: str = "") -> Diagno
         (table["kind"] == "implementation") == ("commit" in table),
         f"{where}: commit: an implementation diagnosis, and only it, names the commit that fixed it",
     )
-    return Diagnosis(table["kind"], evidence, command, table.get("commit"), name)
+    quotes = parse_quotes(table.get("quotes", []), evidence, where)
+    return Diagnosis(table["kind"], evidence, command, table.get("commit"), name, quotes)
 
 
 def parse_calibration(table: dict[str, Any], where: str) -> Calibration:

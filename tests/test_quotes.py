@@ -1,0 +1,163 @@
+"""Diagnoses' quotes: each is checked when its claim file is read, written in its form, and compared with the report's
+runs, from a runs folder or an archive alike; every mismatch is one line naming the diagnosis and what the runs give."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from driftbench.errors import ConfigError
+from driftbench.record.archive_write import write_archive
+from driftbench.record.files import run_dir, write_json
+from driftbench.record.schema import RoundRow, write_events, write_rounds, write_summary
+from driftbench.reproduce.claim_file import load_claims, read_claim_file
+from driftbench.reproduce.planning import Setting
+from driftbench.reproduce.quote import holds, written
+from driftbench.reproduce.quotes import quote_mismatches
+from tests.test_reproduce import BASE
+
+CLAIM = (
+    '[[claims]]\nid = "c"\nwhere = "Table 1"\nclaim = "a claim"\ntrace = "static"\nset = {{ rounds = 4 }}\n'
+    'methods = ["cflgt", "ifca"]\nmetric = "final_accuracy"\ndirection = "cflgt > ifca"\npaper_figure = "1 vs 2"\n'
+    'kind = "exact"\nunit = "points"\npaper_value = 10\nmethod_set = {{ ifca = {{ k = 5 }} }}\ndiagnosis = "merges"\n\n'
+    '[diagnoses.merges]\nkind = "method"\ncommand = "driftbench reproduce paper"\nevidence = """{evidence}"""\n'
+    "quotes = [\n{quotes}]\n"
+)
+EVIDENCE = "CFLGT ends at 0.743, 0.918, 0.862 (ARI 1.0 at every seed), 1.1 points above IFCA on average."
+QUOTES = [
+    'text = "0.743, 0.918, 0.862", claim = "c", method = "cflgt", metric = "final_accuracy", form = "each"',
+    'text = "ARI 1.0 at every seed", claim = "c", method = "cflgt", metric = "ari_final", form = "range", digits = 1',
+    'text = "1.1 points above IFCA", claim = "c", method = "cflgt", versus = "ifca", unit = "points", '
+    'metric = "final_accuracy", form = "mean", digits = 1',
+]
+CFLGT, IFCA = [0.7431, 0.9180, 0.8615], [0.7330, 0.9071, 0.8505]  # IFCA 1.1 points below on average
+
+
+def claim_text(evidence: str = EVIDENCE, quotes: list[str] = QUOTES) -> str:
+    """The claim file: one claim, and the diagnosis it names with these quotes (seeds 0-2, 3 digits unless given)."""
+    tables = [f"    {{ {q}, seeds = [0, 1, 2]{'' if 'digits' in q else ', digits = 3'} }},\n" for q in quotes]
+    return 'paper = "A paper"\n' + CLAIM.format(evidence=evidence, quotes="".join(tables))
+
+
+def claims(tmp_path: Path, evidence: str = EVIDENCE, quotes: list[str] = QUOTES):
+    """The claims of the file ``paper.toml`` in ``tmp_path`` with these quotes."""
+    path = tmp_path / "claims" / "paper.toml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(claim_text(evidence, quotes))
+    return read_claim_file(path)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """The claim's runs as reproduce places them (IFCA's with its k = 5 in a folder of its own), seeds 0-2."""
+    (claim,) = claims(tmp_path)
+    root = tmp_path / "runs"
+    for method, accuracies in (("cflgt", CFLGT), ("ifca", IFCA)):
+        for seed, accuracy in enumerate(accuracies):
+            folder = run_dir(Setting.of(claim, "embedded").run_folder(root, claim.method_run(method)), "static", method, seed)
+            folder.mkdir(parents=True)
+            write_json(
+                folder / "config.json", {"trace": {"name": "static", "hash": "0" * 64}, "method": {"name": method}, "seed": seed}
+            )
+            summary = replace(BASE, method=method, seed=seed, final_accuracy=accuracy, ari_final=1.0, run_dir=str(folder))
+            write_summary(folder / "summary.json", summary)
+            write_rounds(folder / "rounds.csv", [RoundRow(0, 1.0, 0.0, accuracy, accuracy, accuracy, 0, 1.0, 5, 0, 0, 0, 0)])
+            write_events(folder / "events.csv", method, [])
+    return root
+
+
+@pytest.mark.parametrize(
+    ("values", "form", "digits", "expected"),
+    [
+        ([0.7431, 0.918, 0.8615], "each", 3, "0.743, 0.918, 0.862"),
+        ([0.7431, 0.918, 0.8615], "range", 3, "0.743-0.918"),
+        ([0.9996, 1.0, 1.0], "range", 1, "1.0"),  # one value where the seeds agree at these digits
+        ([18, 20, 17], "range", 0, "17-20"),
+        ([0.011, 0.012, 0.0], "mean", 3, "0.008"),
+        ([0.6, -1.2, 0.1], "min", 1, "-1.2"),
+        ([0.6, -1.2, 0.1], "max", 1, "0.6"),
+        ([-0.0004, 0.0001], "mean", 2, "0.00"),  # no negative zero
+    ],
+)
+def test_the_forms_write_the_values_as_documented(values, form, digits, expected):
+    assert written(values, form, digits) == expected
+
+
+def test_a_value_is_held_by_a_text_as_a_whole_number():
+    assert holds("ari_final 0.94-1.00 (seeds 0-4)", "0.94-1.00") and holds("+2.4 points", "2.4")
+    assert not holds("ari_final 0.94-1.00", "1.00")  # the top of a range
+    assert not holds("0.743, 0.918", "0.74") and not holds("20.5 points", "0.5") and not holds("-2.4", "2.4")
+
+
+def test_the_quotes_that_match_the_runs_pass_from_the_folder_and_its_archive(tmp_path, runs):
+    read = claims(tmp_path)
+    assert [q.text for q in read[0].diagnosis.quotes] == ["0.743, 0.918, 0.862", "ARI 1.0 at every seed", "1.1 points above IFCA"]
+    assert quote_mismatches("paper", read, runs) == []
+    archive = write_archive(runs, tmp_path / "archive").path
+    assert quote_mismatches("paper", read, archive) == []
+    with pytest.raises(ConfigError, match="unknown paper 'other': none of the claims given is its"):
+        quote_mismatches("other", read, archive)
+
+
+def test_an_edited_number_is_a_mismatch_naming_the_diagnosis_and_what_the_runs_give(tmp_path, runs):
+    edited = [QUOTES[0].replace("0.862", "0.861"), QUOTES[1], QUOTES[2].replace("1.1", "1.2")]
+    read = claims(tmp_path, EVIDENCE.replace("0.862", "0.861").replace("1.1", "1.2"), edited)
+    assert quote_mismatches("paper", read, runs) == [
+        "paper: diagnosis merges: '0.743, 0.918, 0.861' (final_accuracy of cflgt, each at seeds 0, 1, 2 in claim c's runs): "
+        "the runs give 0.743, 0.918, 0.862",
+        "paper: diagnosis merges: '1.2 points above IFCA' (final_accuracy of cflgt less ifca in points, mean at seeds 0, 1, 2 "
+        "in claim c's runs): the runs give 1.1",
+    ]
+
+
+def test_a_quote_whose_runs_are_missing_is_a_mismatch(tmp_path, runs):
+    trace = QUOTES[2].replace('claim = "c"', 'trace = "static", set = { rounds = 4 }')
+    read = claims(tmp_path, quotes=[trace])  # the trace's IFCA without the claim's k = 5: never run
+    archive = write_archive(runs, tmp_path / "archive").path
+    for source, kind in ((runs, "runs folder"), (archive, "archive")):
+        (line,) = quote_mismatches("paper", read, source)
+        assert line.startswith("paper: diagnosis merges: '1.1 points above IFCA' (final_accuracy of cflgt less ifca")
+        assert line.endswith(f"run static+rounds=4/static/ifca/seed0 is not in the {kind} {source}")
+    at_k5 = trace.replace("set = { rounds = 4 }", "set = { rounds = 4 }, method_set = { ifca = { k = 5 } }")
+    assert quote_mismatches("paper", claims(tmp_path, quotes=[at_k5]), archive) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("0.743, 0.918, 0.862", "0.743, 0.918, 0.86"),
+            "quotes[0]: text '0.743, 0.918, 0.86': not in the evidence verbatim (its numbers whole)",
+        ),
+        (('claim = "c"', 'claim = "d"'), "quotes[0]: claim 'd': unknown claim; the file's claims: c"),
+        (('method = "cflgt"', 'method = "flhc"'), "quotes[0]: claim 'c': method 'flhc': unknown method; allowed: cflgt, ifca"),
+        (('metric = "final_accuracy"', 'metric = "accuracy"'), "quotes[0]: metric 'accuracy': allowed: final_accuracy,"),
+        (('form = "each"', 'form = "list"'), "quotes[0]: form 'list': allowed: each, range, mean, min, max"),
+        (('claim = "c"', 'claim = "c", trace = "static"'), "quotes[0]: a quote names the claim whose setting"),
+        (('form = "each"', 'form = "each", colour = 1'), "quotes[0]: unknown key 'colour'"),
+    ],
+)
+def test_a_bad_quote_is_refused_at_load_naming_the_file_diagnosis_and_field(tmp_path, change, message):
+    with pytest.raises(ConfigError) as error:
+        claims(tmp_path, quotes=[QUOTES[0].replace(*change)])
+    assert str(error.value).startswith(f"{tmp_path / 'claims' / 'paper.toml'}: diagnoses.merges: diagnosis: {message}")
+
+
+def test_a_claims_own_diagnosis_may_quote_too_and_is_named_by_its_claim(tmp_path):
+    text = claim_text().replace('diagnosis = "merges"\n\n[diagnoses.merges]', "\n[claims.diagnosis]")
+    path = tmp_path / "paper.toml"
+    path.write_text(text)
+    (claim,) = read_claim_file(path)
+    assert claim.diagnosis.name == "c" and len(claim.diagnosis.quotes) == 3
+    path.write_text(text.replace('method = "cflgt"', 'method = "flhc"', 1))
+    with pytest.raises(ConfigError, match=r"claims\[0\] \(c\): diagnosis: quotes\[0\]: claim 'c': method 'flhc': unknown method"):
+        read_claim_file(path)
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"  # the reports' archives, results/reproduce-<paper>
+
+
+@pytest.mark.parametrize("archive", sorted(RESULTS.glob("reproduce-*")), ids=lambda path: path.name)
+def test_the_bundled_diagnoses_quote_what_their_reports_archive_holds(archive):
+    paper = archive.name.removeprefix("reproduce-")
+    assert quote_mismatches(paper, load_claims(papers=[paper]), archive) == []
