@@ -95,8 +95,8 @@ def test_each_row_of_the_decision_table(cell):
             (0.027, 28),
         )
     assert decide(evidence, effect, (holm_p or (evidence.p, 1))[0] < 0.025) == cell
-    verdict, reason = judged(evidence, effect, 0.025, holm_p)
-    assert verdict == DECISIONS[cell].verdict
+    row, reason = judged(evidence, effect, 0.025, holm_p)
+    assert row == cell
     expected = {ABOVE: "the magnitude is decided off: ", BELOW: "the paper's effect is excluded: ", OPEN: "would settle it"}
     assert expected.get(cell, "") in reason
     assert DECISIONS[cell].meets in VERDICT_RULE and TABLE in VERDICT_RULE
@@ -104,14 +104,14 @@ def test_each_row_of_the_decision_table(cell):
 
 def test_the_rows_a_pass_off_the_band_meets_and_the_ends_of_the_band():
     below = points(1.0, 0.7, 1.3)  # passes alone (p 0.014), 10x below the paper's 10: decided off, the sign right
-    assert decide(below[0], below[1], True) == PASS_OFF and judged(*below, 0.025)[0] == DIRECTION_ONLY
-    assert judged(*below, 0.025, (0.042, 3)) == (NOT_REPRODUCED, judged(*below, 0.025, (0.042, 3))[1])  # Holm undoes it
+    assert decide(below[0], below[1], True) == PASS_OFF and DECISIONS[judged(*below, 0.025)[0]].verdict == DIRECTION_ONLY
+    assert DECISIONS[judged(*below, 0.025, (0.042, 3))[0]].verdict == NOT_REPRODUCED  # Holm undoes it
     assert "lies below 3.33" in judged(*below, 0.025, (0.042, 3))[1]
     assert band(10.0, None, False) is not None and (band(10.0, None, False).low, band(10.0, None, False).high) == (10 / 3, 30)
     assert band(6.0, "at_least", False).high == math.inf and band(0.9, "at_most", False).low == -math.inf
     assert band(None, None, False) is None and band(0.0, None, False) is None and band(1.0, None, True) is None
     one = points(9)
-    assert judged(*one, 0.025) == (INCONCLUSIVE, "holds at 1/1 seeds; mean margin +0.09; one seed gives no interval")
+    assert judged(*one, 0.025) == (OPEN, "holds at 1/1 seeds; mean margin +0.09; one seed gives no interval")
 
 
 def test_an_interval_wholly_above_3x_the_papers_effect_is_a_decided_direction_only_in_a_report():
@@ -128,6 +128,9 @@ def test_an_interval_wholly_above_3x_the_papers_effect_is_a_decided_direction_on
         first.verdict == DIRECTION_ONLY and "the magnitude is decided off" in first.reason and "lies above 2.28" in first.reason
     )
     assert pacfl not in open_claims(results)
+    assert first.decision == ABOVE and {r.decision for r in results[1:]} <= set(DECISIONS)  # the row that decided each
+    (untested,) = judge([(pacfl, "no runs")])
+    assert untested.decision is None
 
 
 def test_each_look_at_its_own_level_a_literal_twin_judged_once_at_0025():

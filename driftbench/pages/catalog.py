@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from driftbench.pages.render import Renderer
+from driftbench.pages.reproduce_page import render_reproduce
 
-PAGES: dict[str, Renderer] = {}
+PAGES: dict[str, Renderer] = {"reproduce": render_reproduce}

@@ -96,7 +96,7 @@ def write_rendered(root: Path, rendered: Sequence[Rendered]) -> list[str]:
             raise ConfigError(f"{item.path}: missing; the rendered block '{item.name}' has no page to go in")
         if new != old:
             atomic_write(path, lambda fh, new=new: fh.write(new.encode("utf-8")))
-            changed.append(item.path)
+            changed += [] if item.path in changed else [item.path]
     return changed
 
 

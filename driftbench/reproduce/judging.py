@@ -15,6 +15,7 @@ from driftbench.reproduce.premises import Flags, findings
 from driftbench.reproduce.premises import SeedValues as SeedValues  # scoring builds ClaimScores from it
 from driftbench.reproduce.verdict import (
     ALPHA,
+    DECISIONS,
     DETERMINISTIC,
     INCONCLUSIVE,
     INVALID_PREMISE,
@@ -70,6 +71,7 @@ class ClaimResult:
     effect: Effect | None = None  # our effect at each seed, in the paper's unit (None: no effect to compare)
     evidence: Evidence | None = None  # its statistic and p-value (None: no test was made)
     shown: tuple[str, ...] = ()  # flags and premises shown beside the verdict, which void nothing (``premises``)
+    decision: str | None = None  # the decision table's row (``DECISIONS``) that gave a tested claim its verdict
 
     @property
     def p(self) -> float | None:
@@ -135,8 +137,8 @@ def judge_claim(claim: Claim, scores: ClaimScores | str, alpha: float = ALPHA) -
         return replace(measured, verdict=DETERMINISTIC, reason=deterministic(claim, values, statistics))
     p = tost_p(series, claim.direction.margin) if claim.direction.relation == "=" else one_sided_p(statistics)
     evidence = Evidence(tuple(statistics), p)
-    verdict, reason = judged(evidence, effect, alpha)
-    return replace(measured, verdict=verdict, reason=reason, evidence=evidence)
+    decision, reason = judged(evidence, effect, alpha)
+    return replace(measured, verdict=DECISIONS[decision].verdict, reason=reason, evidence=evidence, decision=decision)
 
 
 def compared_values(claim: Claim, values: SeedValues) -> dict[str, list[float]] | str:
@@ -218,8 +220,8 @@ def finalize(results: Sequence[ClaimResult], stages: int = 1) -> list[ClaimResul
             r = results[i]
             assert r.evidence is not None
             alpha = level(looks(r.claim, stages))
-            verdict, reason = judged(r.evidence, r.effect, alpha, (p_holm, len(members)))
-            done[i] = replace(r, verdict=verdict, reason=reason)
+            decision, reason = judged(r.evidence, r.effect, alpha, (p_holm, len(members)))
+            done[i] = replace(r, verdict=DECISIONS[decision].verdict, reason=reason, decision=decision)
     return done
 
 

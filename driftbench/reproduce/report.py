@@ -185,9 +185,15 @@ def markdown(report: Report, plots: Sequence[Plot] | None = ()) -> str:
         "| " + " | ".join(COLUMNS.values()) + " |",
         "|" + " --- |" * len(COLUMNS),
         *("| " + " | ".join(markdown_cell(row[k]) for k in COLUMNS) + " |" for row in rows(report, brief=True)),
-        *diagnoses(report.results),
+        *diagnosis_section(report.results),
     ]
     return "\n".join(lines) + "\n"
+
+
+def diagnosis_section(results: Sequence[ClaimResult]) -> list[str]:
+    """reproduce.md's section of the diagnoses its rows name (``diagnoses``), or nothing where they name none."""
+    listed = diagnoses(results)
+    return ["", "## Diagnoses", "", *listed] if listed else []
 
 
 def figure_lines(plots: Sequence[Plot] | None) -> list[str]:
@@ -199,18 +205,19 @@ def figure_lines(plots: Sequence[Plot] | None) -> list[str]:
     return [CAPTION, "", *(f"![{p.name}]({p.name}.png)" for p in plots), ""]
 
 
-def diagnoses(results: Sequence[ClaimResult]) -> list[str]:
-    """reproduce.md's list of the diagnoses its rows name, each once per paper with the claims that name it."""
+def diagnoses(results: Sequence[ClaimResult], heading: str = "###") -> list[str]:
+    """Markdown of the diagnoses the rows name, each once per paper with the claims that name it, its evidence and its
+    command, under ``heading`` (``"###"``: a section each)."""
     named: dict[tuple[str, str], tuple[Diagnosis, list[str]]] = {}
     for result in results:
         d = shown_diagnosis(result)
         if d is not None:
             named.setdefault((result.claim.title, d.name), (d, []))[1].append(result.claim.label)
-    lines = ["", "## Diagnoses", ""] if named else []
+    lines: list[str] = []
     for (title, name), (d, ids) in named.items():
         fix = f", fixed in {d.commit}" if d.commit else ""
         lines += [
-            f"### {title}: {name} ({d.kind}{fix})",
+            f"{heading} {title}: {name} ({d.kind}{fix})",
             "",
             f"Claims: {', '.join(ids)}.",
             "",

@@ -6,7 +6,9 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 
+from driftbench.config import require
 from driftbench.reproduce.claim import Claim
 from driftbench.reproduce.judging import ClaimResult, Scored, judge, open_claims
 from driftbench.reproduce.planning import RunKey, RunPlan, Tags, claim_needs, plan, run_key, run_tags, with_literal
@@ -15,6 +17,8 @@ from driftbench.reproduce.scoring import score_outcomes
 from driftbench.runner import Execution, PoolOptions, RunJob, RunOutcome, run_pool
 
 log = logging.getLogger(__name__)
+
+QUIET = PoolOptions(quiet=True)  # a pool that prints no progress (the rendered pages judge archives in one)
 
 
 def reproduce(
@@ -32,6 +36,11 @@ def reproduce(
     it, finished runs are skipped and interrupted ones resume. Each claim's runs are scored (``scoring``) and judged
     (``judging``).
     """
+    require(
+        not second or (len(second) == len(seeds) and not set(second) & set(seeds)),
+        f"--second-stage {','.join(map(str, second))}: expected {len(seeds)} seeds (as many as --seeds), "
+        f"none of them in --seeds {','.join(map(str, seeds))}",
+    )
     started = time.perf_counter()
     claims = with_literal(claims)
     planned = plan(claims, seeds, scale, execution)
@@ -44,6 +53,19 @@ def reproduce(
         results = judge(scored, second, again)
     report = Report(results, seeds, scale, list(outcomes.values()), time.perf_counter() - started, second=second)
     return replace(report, paper_seconds=paper_seconds(results, seeds, scale, outcomes))
+
+
+def reproduce_recorded(
+    claims: Sequence[Claim],
+    out: Path,
+    seeds: tuple[int, ...],
+    second: tuple[int, ...] = (),
+    scale: str = "embedded",
+    pool: PoolOptions = QUIET,
+) -> Report:
+    """``driftbench reproduce --recorded --out OUT``'s report: the claims judged on the runs recorded under ``out`` (a
+    runs folder or an archive), none run; a claim missing a run reads untestable, "not recorded yet"."""
+    return reproduce(claims, seeds, scale, pool, Execution(out=out, resume="recorded", threads=pool.threads), second)
 
 
 def second_stage(

@@ -240,12 +240,13 @@ def decide(evidence: Evidence, effect: Effect | None, passed: bool) -> str:
 
 
 def judged(evidence: Evidence, effect: Effect | None, alpha: float, holm_p: tuple[float, int] | None = None) -> tuple[str, str]:
-    """A tested claim's verdict and reason at level ``alpha``: alone, or after Holm (``holm_p``: its p, the family's size)."""
+    """The decision table's row (a ``DECISIONS`` key) a tested claim meets at level ``alpha``, and why: alone, or after
+    Holm (``holm_p``: its p, the family's size). The row's ``verdict`` is the claim's."""
     margin = evidence.margin()
     held = sum(e > 0 for e in evidence.statistics)
     reason = f"holds at {held}/{margin.n} seeds; mean margin {margin.mean:+.3g}"
     if margin.n < 2:
-        return INCONCLUSIVE, f"{reason}; one seed gives no interval"
+        return OPEN, f"{reason}; one seed gives no interval"
     reason += f", 95% interval [{margin.low:+.3g}, {margin.high:+.3g}], p {evidence.p:.2g}"
     p = evidence.p
     if holm_p is not None:
@@ -263,4 +264,4 @@ def judged(evidence: Evidence, effect: Effect | None, alpha: float, holm_p: tupl
         needed = seeds_needed(evidence.statistics)
         reason += f"; at this spread {f'about {needed} seeds' if needed else f'no number of seeds up to {MAX_SEEDS}'}"
         reason += " would settle it"
-    return DECISIONS[row].verdict, reason
+    return row, reason

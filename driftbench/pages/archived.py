@@ -1,0 +1,88 @@
+"""Each paper's claims judged on its archive in ``results/``, as ``reproduce --recorded`` judges them, or what makes one.
+
+A paper's archive is ``results/reproduce-<paper>`` (the claim file's name); an archive of part of a report
+(``results/reproduce-<paper>-part1``) is never read, since Holm's correction runs over the paper's whole family.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from driftbench.record.archive import is_archive, open_archive
+from driftbench.reproduce.claim_file import claim_files, load_claims, read_claim_file
+from driftbench.reproduce.report import Report
+from driftbench.reproduce.run import reproduce_recorded
+
+SEEDS, SECOND = (0, 1, 2, 3, 4), (5, 6, 7, 8, 9)  # the catalogue's report: its two stages (the verdict rule)
+CLAIMS, RESULTS = "claims", "results"
+
+
+def seed_flags(seeds: tuple[int, ...]) -> str:
+    """``0,1,2,3,4``: seeds as a flag takes them."""
+    return ",".join(map(str, seeds))
+
+
+STAGES = f"--seeds {seed_flags(SEEDS)} --second-stage {seed_flags(SECOND)}"
+
+
+def archive_path(paper: str) -> str:
+    """Where a paper's complete report's runs are archived, below the repository's root."""
+    return f"{RESULTS}/reproduce-{paper}"
+
+
+def make_command(paper: str) -> str:
+    """The commands that run a paper's report at its two stages on the CPU and archive its runs (its own runs folder,
+    so the archive holds no other paper's runs)."""
+    runs = f"runs-{paper}"
+    return (
+        f"driftbench reproduce {paper} {STAGES} --jobs 2 --device cpu --out {runs} && "
+        f"driftbench archive {runs} --out {archive_path(paper)}"
+    )
+
+
+@dataclass(frozen=True)
+class Archived:
+    """A paper judged on its archive: the claim file's name, the archive's path, the report, its bytes and runs."""
+
+    paper: str
+    title: str
+    archive: str
+    report: Report
+    size: int
+    runs: int
+
+    def commits(self) -> list[tuple[str, int]]:
+        """The commits the judged runs ran at (the archive's ``commit`` column), short, with their runs, most first."""
+        seen = Counter(
+            str(o.record.config().get("git_revision") or "unknown")[:7] for o in self.report.outcomes if o.record is not None
+        )
+        return seen.most_common()
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A paper whose runs are not archived in the repository yet: the claim file's name and the paper's title."""
+
+    paper: str
+    title: str
+
+
+def archive_size(folder: Path) -> int:
+    """An archive's bytes on disk: its tables and manifest."""
+    return sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
+
+
+def judged_papers(root: Path) -> list[Archived | Missing]:
+    """Every claim file's paper under ``root``, judged on its archive where ``results/`` holds one, in the files' order."""
+    papers: list[Archived | Missing] = []
+    for paper, path in claim_files(root / CLAIMS).items():
+        archive = root / archive_path(paper)
+        if not is_archive(archive):
+            papers.append(Missing(paper, read_claim_file(path)[0].title))
+            continue
+        report = reproduce_recorded(load_claims(root / CLAIMS, [paper]), archive, SEEDS, SECOND)
+        runs = open_archive(archive).manifest["runs"]
+        papers.append(Archived(paper, report.results[0].claim.title, archive_path(paper), report, archive_size(archive), runs))
+    return papers
