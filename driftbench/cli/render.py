@@ -28,7 +28,8 @@ def add_parser(sub: Subparsers) -> None:
     render.add_argument("pages", nargs="*", metavar="PAGE", help="the pages to render (default: every one)")
     render.add_argument("--root", type=Path, default=Path("."), help="the repository's root (default: here)")
     render.add_argument("--check", action="store_true", help="write nothing; fail on the first difference")
-    render.set_defaults(func=cmd_render)
+    render.add_argument("--verbose", dest="quiet", action="store_false", help="log each archived run as it is read")
+    render.set_defaults(func=cmd_render, quiet=True)
 
 
 def cmd_render(args: argparse.Namespace) -> int:

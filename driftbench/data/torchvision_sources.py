@@ -11,6 +11,7 @@ through ``restricted_pickle``, which builds nothing but containers and numpy arr
 
 from __future__ import annotations
 
+import functools
 import gzip
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,21 +117,33 @@ def read_cifar(label_key: str) -> Callable[[list[Path], str], tuple[np.ndarray, 
 
 
 def read_idx(path: Path, ndim: int, source: str) -> np.ndarray:
-    """An unsigned-byte IDX array (MNIST's format; ``path`` or ``path``.gz) of ``ndim`` dimensions."""
+    """An unsigned-byte IDX array (MNIST's format; ``path`` or ``path``.gz) of ``ndim`` dimensions, read-only; read once
+    a process while the file stays as it is (every run of a sweep or report on Fashion-MNIST reads the same files)."""
+    file = path if path.is_file() else path.with_name(path.name + ".gz")
     try:
-        if path.is_file():
-            raw = path.read_bytes()
+        stat = file.stat()
+    except OSError as exc:
+        raise DataSourceError(f"{source}: cannot read {path} or its .gz: {exc}") from None
+    return cached_idx(file, ndim, source, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def cached_idx(file: Path, ndim: int, source: str, mtime_ns: int, size: int) -> np.ndarray:
+    """``read_idx``'s array of ``file`` as it was at ``mtime_ns`` and ``size`` (the cache's key)."""
+    try:
+        if file.suffix != ".gz":
+            raw = file.read_bytes()
         else:
-            with gzip.open(path.with_name(path.name + ".gz")) as fh:
+            with gzip.open(file) as fh:
                 raw = fh.read()
     except (OSError, EOFError) as exc:
-        raise DataSourceError(f"{source}: cannot read {path} or its .gz: {exc}") from None
+        raise DataSourceError(f"{source}: cannot read {file}: {exc}") from None
     if len(raw) < 4 + 4 * ndim or raw[:3] != b"\x00\x00\x08" or raw[3] != ndim:
-        raise DataSourceError(f"{source}: {path} is not an unsigned-byte IDX file of {ndim} dimensions")
+        raise DataSourceError(f"{source}: {file} is not an unsigned-byte IDX file of {ndim} dimensions")
     shape = tuple(int(d) for d in np.frombuffer(raw, dtype=">i4", count=ndim, offset=4))
     body = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
     if body.size != np.prod(shape):
-        raise DataSourceError(f"{source}: {path} holds {body.size} bytes, its header says {shape}")
+        raise DataSourceError(f"{source}: {file} holds {body.size} bytes, its header says {shape}")
     return body.reshape(shape)
 
 
