@@ -7,11 +7,15 @@ A paper's archive is ``results/reproduce-<paper>`` (the claim file's name); an a
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from driftbench.errors import ConfigError
 from driftbench.record.archive import is_archive, open_archive
+from driftbench.reproduce.claim import Claim
 from driftbench.reproduce.claim_file import claim_files, load_claims, read_claim_file
+from driftbench.reproduce.quotes import quote_mismatches
 from driftbench.reproduce.report import Report
 from driftbench.reproduce.run import reproduce_recorded
 
@@ -74,6 +78,14 @@ def archive_size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
 
 
+def refuse_stale_quotes(paper: str, claims: Sequence[Claim], archive: Path) -> None:
+    """Raise ``ConfigError`` when a diagnosis of ``paper`` quotes a number its archived runs do not give."""
+    wrong = quote_mismatches(paper, claims, archive)
+    if wrong:
+        more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+        raise ConfigError(f"{archive}: {wrong[0]}{more}; correct the quote in claims/{paper}.toml")
+
+
 def judged_papers(root: Path) -> list[Archived | Missing]:
     """Every claim file's paper under ``root``, judged on its archive where ``results/`` holds one, in the files' order."""
     papers: list[Archived | Missing] = []
@@ -82,7 +94,9 @@ def judged_papers(root: Path) -> list[Archived | Missing]:
         if not is_archive(archive):
             papers.append(Missing(paper, read_claim_file(path)[0].title))
             continue
-        report = reproduce_recorded(load_claims(root / CLAIMS, [paper]), archive, SEEDS, SECOND)
+        claims = load_claims(root / CLAIMS, [paper])
+        refuse_stale_quotes(paper, claims, archive)
+        report = reproduce_recorded(claims, archive, SEEDS, SECOND)
         runs = open_archive(archive).manifest["runs"]
         papers.append(Archived(paper, report.results[0].claim.title, archive_path(paper), report, archive_size(archive), runs))
     return papers
