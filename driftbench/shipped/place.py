@@ -37,7 +37,7 @@ class Placement:
 def place(archive: Path, method: str, out: Path, device: str, pool: PoolOptions) -> Placement:
     """Run ``method`` on every trace and seed of ``archive`` into ``out/runs`` (finished runs kept, as a sweep keeps
     them), then write the archive's runs and the new ones to ``out/archive``."""
-    execution = Execution(device, out / RUNS, threads=pool.threads)
+    execution = Execution(device, (out / RUNS).resolve(), threads=pool.threads)  # where the runs' records say they are
     jobs = placement_jobs(archive, method, execution)
     outcomes = run_pool(jobs, pool, desc="place")
     if any(outcome.record is None for outcome in outcomes):

@@ -18,8 +18,9 @@ def place(archive: Path, out: Path, method: str = "my-method") -> int:
     return main([*args, "--plugins", str(PACKAGE)])
 
 
-def test_place_makes_exactly_the_archives_traces_x_seeds_and_pairs_them(shipped, plugin_state, tmp_path, capsys):
-    out = tmp_path / "placed"
+def test_place_makes_exactly_the_archives_traces_x_seeds_and_pairs_them(shipped, plugin_state, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    out = Path("placed")  # relative, as typed
     assert place(shipped, out) == 0
     printed = capsys.readouterr().out
     assert "4 ran, 0 skipped (up to date), 0 failed" in printed and "paired 4 runs of my-method" in printed
