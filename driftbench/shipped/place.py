@@ -75,7 +75,7 @@ def check_pairs(archive: Path, trace: ShippedTrace, job: RunJob, config: dict[st
     if now != shipped:
         raise ConfigError(
             f"{where}: the trace built now from its name and the archived runs' overrides ({text(trace.sets)}) has hash "
-            f"{now[:12]}, the archived runs {shipped[:12]}: its data changed since the archive was made, so new runs "
+            f"{now[:12]}, the archived runs' {shipped[:12]}: its data changed since the archive was made, so new runs "
             "would not pair with them; place against an archive made at this commit"
         )
     difference = config_difference({**trace.configs[job.seed], "method": None}, {**config, "method": None})
