@@ -20,9 +20,11 @@ from driftbench.cli import (
     export,
     leaderboard,
     listing,
+    place,
     render,
     reproduce,
     run,
+    stale,
     sweep,
     trace,
     unlock,
@@ -36,7 +38,8 @@ from driftbench.tracking.destinations import TRACKER_MODULES
 
 # in --help's order
 COMMANDS = (
-    run, listing, trace, sweep, unlock, reproduce, leaderboard, export, archive, unpack, render, check, bench, check_method
+    run, listing, trace, sweep, unlock, reproduce, leaderboard, export, archive, unpack, place, stale, render, check, bench,
+    check_method,
 )  # fmt: skip
 
 EPILOG = """examples:
@@ -70,6 +73,9 @@ EPILOG = """examples:
   driftbench bench clustering --json
   driftbench list methods --plugins examples/my-method/src/driftbench_my_method   a plug-in's methods beside the built-ins
   driftbench check-method my-method --plugins examples/my-method/src/driftbench_my_method
+  driftbench place my-method --archive results/matrix --out placed/ --plugins examples/my-method/src/driftbench_my_method
+                                                          your method on the matrix's traces and seeds, paired with its runs
+  driftbench stale results/matrix                         a small slice of the archive's runs made again equals its records
 """
 
 

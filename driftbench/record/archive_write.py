@@ -32,6 +32,8 @@ from driftbench.record.archive import (
     VERSION,
     arrow_schema,
     is_archive,
+    open_archive,
+    read_parquet,
     table_file,
 )
 from driftbench.record.files import DIAGNOSTICS, EVENTS, ROUNDS, SUMMARY, config_digest, read_json, write_json
@@ -71,12 +73,48 @@ def write_archive(runs: Path, out: Path, diagnostics: bool = False, force: bool 
     runs, out = Path(runs), Path(out)
     if is_archive(runs):
         raise ConfigError(f"{runs}: an archive already; archive a runs folder")
+    check_out(out, force)
+    frames, skipped = gather(runs, record_folders(runs), table_names(diagnostics), quiet)
+    if frames[RUNS].empty:
+        raise ConfigError(f"{runs}: no complete run to archive ({len(skipped)} incomplete)")
+    return write_frames(frames, out, tuple(skipped))
+
+
+def write_combined(archive: Path, runs: Path, folders: list[Path], out: Path) -> Written:
+    """Write into ``out`` (replacing an archive there) the runs of ``archive`` and the complete runs in ``folders``
+    (below the runs folder ``runs``), each new run at its place below ``runs``; a place the archive holds is refused."""
+    shipped = open_archive(archive)
+    check_out(out, force=True)
+    frames, skipped = gather(runs, folders, table_names(shipped.holds(DIAGNOSTICS)), quiet=True)
+    taken = sorted(set(frames[RUNS].get(PLACE, [])) & set(shipped.by_place))
+    if taken:
+        raise ConfigError(f"{runs / taken[0]}: {archive} holds a run at this place already; give the new runs another name")
+    combined = {
+        table: stacked([read_parquet(archive / table_file(table), shipped.rows[table]), rows]) for table, rows in frames.items()
+    }
+    return write_frames(combined, out, tuple(skipped))
+
+
+def stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The rows of ``frames`` one after another (those without rows left out: they have no columns)."""
+    found = [frame for frame in frames if len(frame)]
+    return pd.concat(found, ignore_index=True) if found else pd.DataFrame()
+
+
+def table_names(diagnostics: bool) -> list[str]:
+    """The run table files an archive holds: rounds.csv and events.csv, and diagnostics.csv when asked."""
+    return [ROUNDS, EVENTS, *([DIAGNOSTICS] if diagnostics else [])]
+
+
+def check_out(out: Path, force: bool) -> None:
+    """Refuse an ``out`` that exists, unless ``force`` and it is an archive (which the write then replaces)."""
     if out.exists() and not (force and is_archive(out)):
         why = "not an archive: --force replaces an archive only" if force else "exists; --force replaces the archive there"
         raise ConfigError(f"{out}: {why}")
-    frames, skipped = gather(runs, [ROUNDS, EVENTS, *([DIAGNOSTICS] if diagnostics else [])], quiet)
-    if frames[RUNS].empty:
-        raise ConfigError(f"{runs}: no complete run to archive ({len(skipped)} incomplete)")
+
+
+def write_frames(frames: dict[str, pd.DataFrame], out: Path, skipped: tuple[str, ...]) -> Written:
+    """Write the archive tables ``frames`` and their manifest into a folder beside ``out``, then rename it to ``out``."""
     temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         temporary.mkdir(parents=True)
@@ -87,15 +125,15 @@ def write_archive(runs: Path, out: Path, diagnostics: bool = False, force: bool 
         raise write_error(exc, out, "writing its tables into a temporary folder beside it") from None
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
-    return Written(out, tables, (out / MANIFEST).stat().st_size, tuple(skipped))
+    return Written(out, tables, (out / MANIFEST).stat().st_size, skipped)
 
 
-def gather(runs: Path, names: list[str], quiet: bool) -> tuple[dict[str, pd.DataFrame], list[str]]:
-    """The archive's tables from the run folders below ``runs`` (the run table files ``names``), and the incomplete runs."""
+def gather(runs: Path, folders: list[Path], names: list[str], quiet: bool) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """The archive's tables from the run ``folders`` below ``runs`` (the run table files ``names``), and the incomplete
+    runs."""
     rows: list[dict[str, Any]] = []
     parts: dict[str, list[pd.DataFrame]] = {TABLE_OF[name]: [] for name in names}
     skipped = []
-    folders = record_folders(runs)
     for folder in tqdm(folders, desc="archive", unit="run", disable=quiet or not sys.stderr.isatty()):
         record, place = load_record(folder), folder.relative_to(runs).as_posix()
         if record.summary is None:
@@ -121,7 +159,7 @@ def gather(runs: Path, names: list[str], quiet: bool) -> tuple[dict[str, pd.Data
             table.insert(0, PLACE, place)
             if len(table):  # a run without rows adds none; the archive gives it the table its file gives
                 parts[TABLE_OF[name]].append(table)
-    frames = {table: pd.concat(found, ignore_index=True) if found else pd.DataFrame() for table, found in parts.items()}
+    frames = {table: stacked(found) for table, found in parts.items()}
     return {RUNS: pd.DataFrame(rows), **frames}, skipped
 
 

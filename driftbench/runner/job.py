@@ -21,6 +21,7 @@ import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 from threadpoolctl import threadpool_limits
@@ -111,6 +112,13 @@ def job_trace(job: RunJob) -> ResolvedTrace:
     return resolved_trace(*job.trace_key)
 
 
+def job_config(job: RunJob) -> dict[str, Any]:
+    """The config.json content the job's run would write here and now (its trace built, as the run builds it)."""
+    resolved = job_trace(job)
+    spec = run_spec(resolved, load_method(job.method, job.method_sets or None), job.seed, device=job.execution.device)
+    return run_config(spec, resolve_device(job.execution.device), resolved.trace.content_hash())
+
+
 def native_threads(threads: int) -> AbstractContextManager[object]:
     """Every native thread pool (numpy's and scipy's BLAS, scikit-learn's and torch's OpenMP) at ``threads`` in a block.
 
@@ -151,7 +159,7 @@ def _run_job(job: RunJob) -> RunOutcome:
     folder = run_dir(ex.out, resolved.trace.name, method.name, job.seed)
 
     def digest() -> str:
-        return config_digest(run_config(spec, resolve_device(ex.device), resolved.trace.content_hash()))
+        return config_digest(job_config(job))
 
     archive = archive_holding(folder)
     if archive is not None:
