@@ -3,6 +3,7 @@ drawn from the cells' table alone) and a group's critical-difference diagram (au
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from itertools import groupby
 from typing import TYPE_CHECKING, BinaryIO
@@ -40,6 +41,13 @@ def png_writer(draw: Callable[[], Figure]) -> Callable[[BinaryIO], None]:
             draw().savefig(fh, format="png", dpi=DPI, metadata={"Software": None})
 
     return write
+
+
+def heatmap_png(cells: pd.DataFrame) -> bytes:
+    """The heatmap of ``cells`` as PNG bytes (for the leaderboard's page)."""
+    buffer = io.BytesIO()
+    png_writer(lambda: heatmap_figure(cells))(buffer)
+    return buffer.getvalue()
 
 
 def heatmap_figure(cells: pd.DataFrame) -> Figure:
