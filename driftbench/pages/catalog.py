@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from driftbench.pages.leaderboard import leaderboard_page
+from driftbench.pages.matrix import matrix_page
 from driftbench.pages.render import Renderer
 
-PAGES: dict[str, Renderer] = {}
+PAGES: dict[str, Renderer] = {"leaderboard": leaderboard_page, "matrix": matrix_page}

@@ -95,9 +95,8 @@ def read_matrix(root: Path, grid: Grid | None = None) -> Matrix:
     """The matrix of the runs under ``root`` (a runs folder or an archive) over ``grid`` and every trace and method found."""
     records = find_runs(Path(root))
     grid = widened(grid or Grid((), ()), records)
-    traces = sorted(grid.traces, key=lambda t: kind_order(kind_of(t)))  # stable: the grid's order within a kind
     cells, runs = [], []
-    for trace in traces:
+    for trace in kinds_of(grid.traces):
         held = [r for r in records if r.trace == trace]
         seed_hashes(trace, held)
         rows = run_rows(held)
@@ -129,6 +128,12 @@ def widened(grid: Grid, records: Sequence[RunRecord]) -> Grid:
         tuple(dict.fromkeys([*grid.methods, *found])),
         grid.seeds,
     )
+
+
+def kinds_of(traces: Iterable[str]) -> dict[str, str]:
+    """Each trace and its kind of drift, ordered by kind (``DRIFT_KINDS``' order, unclassified last), else as given."""
+    kinds = {trace: kind_of(trace) for trace in traces}
+    return dict(sorted(kinds.items(), key=lambda item: kind_order(item[1])))
 
 
 def kind_of(trace: str) -> str:

@@ -25,6 +25,7 @@ from driftbench.evaluation.matrix.text import (
     ranking_markdown,
     room_table,
     source_text,
+    trace_kinds,
 )
 from driftbench.traces.catalog import DRIFT_KINDS
 
@@ -109,7 +110,7 @@ def report_markdown(parts: MatrixParts, where: str, image: Callable[[Ranking], s
         "# Drift matrix",
         source_text(parts.matrix, where),
         "## Kinds of drift",
-        kinds_text(cells),
+        kinds_text(trace_kinds(cells)),
         "## Share of the oracle's room",
         f"![share of the oracle's room]({HEATMAP_PNG})\n\n*{HEATMAP_CAPTION}* Data: [{CELLS_CSV}]({CELLS_CSV}).",
         room_table(cells),

@@ -41,25 +41,34 @@ GLOSSARY = {
 
 
 def source_text(matrix: Matrix, where: str) -> str:
-    """A paragraph: how many complete runs of which traces, methods and seeds at which commits, and the cells lacking runs."""
+    """A paragraph: the runs (``runs_text``) and how many cells lack runs."""
+    lacking = f"{int((matrix.cells['status'] != 'ok').sum())} of the {len(matrix.cells)} cells"
+    return f"{runs_text(matrix, where)} {lacking} lack some or all of their runs (their note says why)."
+
+
+def runs_text(matrix: Matrix, where: str) -> str:
+    """A sentence: how many complete runs in ``where``, of how many methods and traces, at which seeds and commits."""
     runs, cells = matrix.runs, matrix.cells
     commits = ", ".join(sorted(str(c)[:7] if c else "unknown" for c in set(runs["commit"]))) or "-"
     seeds = ", ".join(str(s) for s in sorted(set(runs["seed"]))) or "-"
-    lacking = int((cells["status"] != "ok").sum())
     return (
         f"{len(runs)} complete runs in `{where}`: {cells['method'].nunique()} methods on {cells['trace'].nunique()} traces, "
-        f"seeds {seeds}, at commit {commits}. {lacking} of the {len(cells)} cells lack some or all of their runs "
-        "(their note says why)."
+        f"seeds {seeds}, at commit {commits}."
     )
 
 
-def kinds_text(cells: pd.DataFrame) -> str:
-    """The kinds of drift present, each with its traces and what drifts there."""
+def kinds_text(kinds: dict[str, str]) -> str:
+    """The kinds of drift of ``kinds`` (trace -> its kind), each with its traces and what drifts there."""
     lines = []
-    for kind, traces in cells.groupby("drift", sort=False)["trace"]:
-        names = ", ".join(f"`{t}`" for t in dict.fromkeys(traces))
-        lines.append(f"- **{kind}** ({names}): {DRIFT_KINDS.get(str(kind), 'not a named trace of the catalog')}")
-    return "\n".join(lines)
+    for kind in dict.fromkeys(kinds.values()):
+        names = ", ".join(f"`{trace}`" for trace, its in kinds.items() if its == kind)
+        lines.append(f"- **{kind}** ({names}): {DRIFT_KINDS.get(kind, 'not a named trace of the catalog')}")
+    return "\n".join(lines) + "\n"
+
+
+def trace_kinds(cells: pd.DataFrame) -> dict[str, str]:
+    """Each trace of the cells and its kind of drift, in the cells' order."""
+    return dict(zip(cells["trace"], cells["drift"]))
 
 
 def share_text(row: dict[str, Any], short: bool = False) -> str:
