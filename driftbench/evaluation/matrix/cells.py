@@ -99,7 +99,7 @@ def read_matrix(root: Path, grid: Grid | None = None) -> Matrix:
     for trace in kinds_of(grid.traces):
         held = [r for r in records if r.trace == trace]
         seed_hashes(trace, held)
-        rows = run_rows(held)
+        rows = run_rows([r for r in held if r.summary is not None])  # the others' state is in their cells' notes
         seeds = grid.seeds if grid.seeds is not None else tuple(sorted({r.seed for r in held}))
         for method in grid.methods:
             mine = [r for r in held if r.method == method]
