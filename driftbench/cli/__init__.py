@@ -20,6 +20,7 @@ from driftbench.cli import (
     export,
     leaderboard,
     listing,
+    matrix,
     place,
     render,
     reproduce,
@@ -38,7 +39,8 @@ from driftbench.tracking.destinations import TRACKER_MODULES
 
 # in --help's order
 COMMANDS = (
-    run, listing, trace, sweep, unlock, reproduce, leaderboard, export, archive, unpack, place, stale, render, check, bench,
+    run, listing, trace, sweep, unlock, reproduce, leaderboard, matrix, export, archive, unpack, place, stale, render,
+    check, bench,
     check_method,
 )  # fmt: skip
 
@@ -60,6 +62,7 @@ EPILOG = """examples:
   driftbench sweep --traces label-shift,rotation --seeds 0,1,2   each trace's own comparison
   driftbench reproduce fielding fedcm --seeds 0,1,2           check the papers' claims (claims/*.toml)
   driftbench leaderboard runs/ --out leaderboard/
+  driftbench matrix results/matrix --out matrix/          the drift matrix: oracle's room per trace, ranks per kind of drift
   driftbench run --trace openimage-buckets --log tensorboard --log mlflow   each evaluation live in both trackers
   driftbench export mlflow runs/                          runs already on disk into MLflow (again: nothing new)
   driftbench archive runs/ --out results/demo             the complete runs as Parquet tables, read like runs/

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 def add_parser(sub: Subparsers) -> None:
     """Add ``driftbench list`` and its flags."""
     lst = sub.add_parser("list", help="list traces, methods or sources with a one-line description")
-    lst.add_argument("kind", metavar="KIND", choices=["traces", "methods", "sources"], help="traces, methods or sources")
+    kinds = ["traces", "methods", "sources"]
+    lst.add_argument("kind", metavar="KIND", choices=kinds, help="traces (with their kind of drift), methods or sources")
     lst.set_defaults(func=cmd_list)
 
 
@@ -26,11 +27,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def listing(kind: str) -> list[tuple[str, str]]:
-    """Names and one-line descriptions of the registered traces, methods or sources."""
+    """Names and one-line descriptions of the registered traces (led by their kind of drift), methods or sources."""
     if kind == "traces":
-        from driftbench.traces.catalog import catalog, load_spec
+        from driftbench.traces.catalog import DRIFT_KINDS, catalog, load_spec
 
-        return [(name, load_spec(name).description) for name in catalog()]
+        width = max(len(drift) for drift in DRIFT_KINDS)
+        return [(name, f"{spec.drift or '-':<{width}}  {spec.description}") for name in catalog() for spec in [load_spec(name)]]
     if kind == "methods":
         from driftbench.methods.catalog import catalog, load_method
 

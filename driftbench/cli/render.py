@@ -51,5 +51,5 @@ def cmd_render(args: argparse.Namespace) -> int:
             print(f"{name}: as rendered")
         else:
             changed = write_rendered(args.root, rendered)
-            print(f"{name}: {', '.join(changed) if changed else 'unchanged'}")
+            print(f"{name}: {', '.join(dict.fromkeys(changed)) if changed else 'unchanged'}")  # a page of blocks once
     return 0

@@ -1,4 +1,5 @@
-"""Paired comparisons over seeds: a mean difference with its 95% t-interval, and how many seeds would settle it.
+"""Paired comparisons over seeds: a mean difference with its 95% t-interval, a ratio of two paired means with
+Fieller's interval, and how many seeds would settle a difference.
 
 Two methods' runs of the same trace and seed form a pair; the per-seed differences are
 treated as independent draws, and the interval is Student's t on their mean.
@@ -35,7 +36,12 @@ def half_width(std: float, n: int) -> float:
     """The 95% t-interval's half-width for ``n`` values of sample std ``std`` (inf below 2 values)."""
     if n < 2:
         return math.inf
-    return float(student_t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * std / math.sqrt(n)
+    return critical_t(n) * std / math.sqrt(n)
+
+
+def critical_t(n: int) -> float:
+    """Student's t quantile of the two-sided 95% interval of the mean of ``n`` >= 2 values."""
+    return float(student_t.ppf(0.5 + CONFIDENCE / 2, n - 1))
 
 
 def paired_interval(differences: Sequence[float]) -> Interval | None:
@@ -46,6 +52,32 @@ def paired_interval(differences: Sequence[float]) -> Interval | None:
     mean = float(values.mean())
     width = half_width(float(values.std(ddof=1)) if values.size > 1 else 0.0, values.size)
     return Interval(mean, mean - width, mean + width, int(values.size))
+
+
+def paired_ratio_interval(numerators: Sequence[float], denominators: Sequence[float]) -> Interval | None:
+    """The ratio of the means of paired values, mean(numerators) / mean(denominators), with Fieller's 95% interval.
+
+    The interval holds every ratio r whose per-seed differences ``numerator - r x denominator``
+    have a paired t-interval containing 0: the paired test inverted, so the spread of the
+    denominator and its covariance with the numerator count (a ratio of per-seed ratios would
+    let one seed with a small denominator swing the mean). Where the denominator's own interval
+    contains 0 the set is unbounded (low -inf, high inf); with one pair it is too. None without
+    pairs, or where every denominator is 0 (no ratio).
+    """
+    top, bottom = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    n = top.size
+    if n == 0 or not bottom.any():
+        return None
+    a, b = float(top.mean()), float(bottom.mean())
+    if n < 2 or b == 0:
+        return Interval(a / b if b else math.nan, -math.inf, math.inf, n)
+    (s_aa, s_ab), (_, s_bb) = np.cov(top, bottom, ddof=1).tolist()
+    q = critical_t(n) ** 2 / n
+    square, middle, constant = b * b - q * s_bb, a * b - q * s_ab, a * a - q * s_aa  # square r^2 - 2 middle r + constant <= 0
+    if square <= 0:
+        return Interval(a / b, -math.inf, math.inf, n)
+    root = math.sqrt(max(middle * middle - square * constant, 0.0))  # >= 0 up to rounding: r = a / b lies inside
+    return Interval(a / b, (middle - root) / square, (middle + root) / square, n)
 
 
 def seeds_needed(differences: Sequence[float]) -> int | None:

@@ -35,11 +35,19 @@ SPEC_KEYS = {  # key -> TOML type
     "generator": str,
     "variant_of": str,
     "paper": str,
+    "drift": str,
     "methods": list,
     "params": dict,
     "source": dict,
     "train": dict,
     "scale": dict,
+}
+DRIFT_KINDS = {  # a named trace's kind of drift (its TOML's ``drift``) -> what drifts
+    "none": "nothing drifts: clients keep their distribution (skew without drift)",
+    "label": "the label distribution P(y) of clients changes",
+    "concept": "the labelling P(y|x) of clients changes (label permutations)",
+    "feature": "the input distribution P(x) of clients changes (rotated images)",
+    "natural": "data arrive over time as in a real data set (dates, regions, seasons)",
 }
 SCALES = ("embedded", "paper")
 DEFAULT_METHODS = ("fedavg",)  # the comparison of a trace whose TOML or file names none
@@ -61,6 +69,7 @@ class TraceSpec:
     source_params: Any
     train: TrainConfig
     methods: tuple[str, ...]
+    drift: str | None = None  # a DRIFT_KINDS key; None for a trace whose TOML names none (a plug-in's)
 
     def defaults(self) -> dict[str, Any]:
         """Run defaults stored (unhashed) in a trace file made from this spec."""
@@ -125,6 +134,7 @@ def load_spec(name: str, scale: str = "embedded") -> TraceSpec:
     """Parse and validate the TOML of the named trace at ``scale`` (``embedded`` or ``paper``)."""
     raw, path = read_spec(name)
     raw = scaled(raw, scale, path)
+    drift = drift_of(raw, path)
     generator = lookup(GENERATORS, raw.get("generator", ""), f"generator in {path}")
     source = dict(raw.get("source", {}))
     check_types(source, {"name": str}, f"{path} [source]")
@@ -142,7 +152,22 @@ def load_spec(name: str, scale: str = "embedded") -> TraceSpec:
         source_params=source,
         train=train,
         methods=tuple(raw.get("methods", DEFAULT_METHODS)),
+        drift=drift,
     )
+
+
+def drift_of(raw: dict[str, Any], path: Path) -> str | None:
+    """A trace TOML's kind of drift (``drift``, a ``DRIFT_KINDS`` key, inherited by a variant); None where it names none."""
+    drift = raw.get("drift")
+    require(drift is None or drift in DRIFT_KINDS, f"{path}: drift = {drift!r}; allowed: {', '.join(DRIFT_KINDS)}")
+    return drift
+
+
+def drift_kind(name: str) -> str | None:
+    """The kind of drift of the catalog trace ``name``; None for a name the catalog lacks or a trace that names none."""
+    if name not in catalog():
+        return None
+    return drift_of(*read_spec(name))
 
 
 def apply_sets(spec: TraceSpec, sets: dict[str, str]) -> TraceSpec:

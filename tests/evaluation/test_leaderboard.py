@@ -281,7 +281,8 @@ def test_index_html_renders_in_headless_chromium(board, tmp_path):
         assert f"<th>{header}</th>" in dom
     headline = dom.split("<table>")[1].split("</thead>")[0]
     assert headline.count("<th>") == len(HEADLINE) <= 10 and "<summary>all columns</summary>" in dom
-    assert dom.count('src="data:image/png;base64,') == len(PLOT_KINDS) and 'class="oracle"' in dom
+    assert dom.count('src="data:image/png;base64,') == len(PLOT_KINDS) + 1  # and the drift matrix's heatmap
+    assert 'class="oracle"' in dom and "<h2>Drift matrix</h2>" in dom
     assert 'src="http' not in dom and "<link" not in dom and "<script" not in dom, "the page must be self-contained"
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from driftbench.evaluation.paired import paired_interval, seeds_needed
+from driftbench.evaluation.paired import paired_interval, paired_ratio_interval, seeds_needed
 
 
 def test_the_interval_is_students_t_on_the_mean_difference():
@@ -30,3 +30,28 @@ def test_seeds_needed_is_the_first_n_whose_interval_excludes_zero():
     assert stats.t.ppf(0.975, n - 1) * std / math.sqrt(n) < mean <= stats.t.ppf(0.975, n - 2) * std / math.sqrt(n - 1)
     assert seeds_needed([0.1, -0.1]) is None and seeds_needed([0.1]) is None
     assert seeds_needed([0.2, 0.2, 0.2]) == 2  # no spread: two seeds settle it
+
+
+def test_the_ratio_interval_holds_the_ratios_the_paired_t_test_does_not_reject():
+    top, bottom = np.array([0.10, 0.16, 0.07, 0.12, 0.11]), np.array([0.30, 0.28, 0.22, 0.31, 0.26])
+    interval = paired_ratio_interval(top, bottom)
+    assert interval.mean == pytest.approx(top.mean() / bottom.mean()) and interval.n == 5
+    for r in (interval.low, interval.high):  # at either end the t-test of top - r bottom sits on its 5% boundary
+        assert stats.ttest_1samp(top - r * bottom, 0.0).pvalue == pytest.approx(0.05)
+    inside, outside = paired_interval(top - interval.mean * bottom), paired_interval(top - (interval.high + 0.01) * bottom)
+    assert inside.contains(0.0) and not outside.contains(0.0)
+
+
+def test_a_fixed_denominator_gives_the_differences_interval_scaled():
+    top = [0.1, 0.12, 0.08, 0.11]
+    ratio, scaled = paired_ratio_interval(top, [0.2] * 4), paired_interval(np.array(top) / 0.2)
+    assert (ratio.mean, ratio.low, ratio.high) == pytest.approx((scaled.mean, scaled.low, scaled.high))
+    assert paired_ratio_interval([0.0] * 3, [0.3, 0.2, 0.25]) == paired_interval([0.0] * 3)  # the reference: exactly 0
+
+
+def test_a_denominator_not_distinguishable_from_zero_leaves_the_ratio_unbounded():
+    wide = paired_ratio_interval([0.1, 0.2, 0.15], [0.01, -0.005, 0.002])
+    assert (wide.low, wide.high) == (-math.inf, math.inf) and wide.mean == pytest.approx(0.45 / 0.007)
+    one = paired_ratio_interval([0.1], [0.2])
+    assert one.mean == pytest.approx(0.5) and (one.low, one.high) == (-math.inf, math.inf)
+    assert paired_ratio_interval([], []) is None and paired_ratio_interval([0.1, 0.2], [0.0, 0.0]) is None

@@ -46,23 +46,35 @@ def trace_boards(root: Path, by: str = SORT_COLUMNS["final"]) -> list[TraceBoard
     return [trace_board(trace, list(group), by) for trace, group in groupby(find_runs(root), key=lambda r: r.trace)]
 
 
-def trace_board(trace: str, records: list[RunRecord], by: str = SORT_COLUMNS["final"]) -> TraceBoard:
-    """Rank one trace's methods and draw its plots; runs of one seed with differing trace hashes are refused."""
+def trace_rows(root: Path, by: str = SORT_COLUMNS["final"]) -> pd.DataFrame:
+    """leaderboard.csv's rows of every trace with runs under ``root``, without drawing a plot."""
+    boards = groupby(find_runs(root), key=lambda r: r.trace)
+    return pd.concat([ranked_rows(trace, list(group), by)[0] for trace, group in boards], ignore_index=True)
+
+
+def ranked_rows(trace: str, records: list[RunRecord], by: str = SORT_COLUMNS["final"]) -> tuple[pd.DataFrame, list[RunRow]]:
+    """One trace's methods ranked (its leaderboard.csv rows) and its complete runs; a seed's hash mix is refused."""
     hashes = seed_hashes(trace, records)
     runs = run_rows(records)
-    incomplete = [str(r.path) for r in records if r.summary is None]
     by_method = {m: list(group) for m, group in groupby(sorted(records, key=lambda r: r.method), key=lambda r: r.method)}
-    complete = {m: [run for run in runs if run.record.method == m] for m in by_method}
-    rows = ranked([method_row(m, group, complete[m]) for m, group in by_method.items()], by)
-    done = {m: [run.record for run in complete[m]] for m in rows["method"]}
+    rows = ranked([method_row(m, group, [run for run in runs if run.record.method == m]) for m, group in by_method.items()], by)
+    rows.insert(0, "trace_hash", hash_text(hashes))
+    rows.insert(0, "trace", trace)
+    return rows, runs
+
+
+def trace_board(trace: str, records: list[RunRecord], by: str = SORT_COLUMNS["final"]) -> TraceBoard:
+    """Rank one trace's methods and draw its plots; runs of one seed with differing trace hashes are refused."""
+    rows, runs = ranked_rows(trace, records, by)
+    incomplete = [str(r.path) for r in records if r.summary is None]
+    done = {m: [run.record for run in runs if run.record.method == m] for m in rows["method"]}
     curves = [method_runs(m, group) for m, group in done.items() if group]
     first = next((group[0].summary for group in done.values() if group), None)
     events = sorted({e.round for e in first.recovery}) if first is not None else []
     plots = trace_plots(trace, curves, events, rows) if curves else []
-    rows.insert(0, "trace_hash", hash_text(hashes))
-    rows.insert(0, "trace", trace)
     drift = drift_board(trace, list(zip(rows["method"], rows["oracle"])), records)
-    return TraceBoard(trace, hash_text(hashes), rows, run_settings(records, hashes), plots, records, incomplete, drift)
+    settings = run_settings(records, seed_hashes(trace, records))
+    return TraceBoard(trace, str(rows["trace_hash"].iloc[0]), rows, settings, plots, records, incomplete, drift)
 
 
 def method_row(method: str, records: list[RunRecord], runs: list[RunRow]) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from driftbench.engine.clock import SERVER_FLOPS_PER_SECOND
 from driftbench.evaluation.comparison import method_label
 from driftbench.evaluation.html_page import Image, Links, Section, render_page
 from driftbench.evaluation.leaderboard.aggregate import SORT_COLUMNS, TraceBoard, trace_boards
+from driftbench.evaluation.matrix.cells import covers_room, read_matrix
+from driftbench.evaluation.matrix.figures import HEATMAP_CAPTION, heatmap_png
 from driftbench.evaluation.paired import CONFIDENCE, Interval
 from driftbench.evaluation.scorecard_view import DRIFT_GLOSSARY, DriftBoard, drift_display
 from driftbench.methods.events import EVENT_KINDS
@@ -143,10 +145,8 @@ def write_leaderboard(root: Path, out: Path, extra: Sequence[Section] = (), sort
     out.mkdir(parents=True, exist_ok=True)
     files = {"leaderboard.csv": pd.concat([b.rows for b in boards]).to_csv(index=False).encode()}
     files["leaderboard.md"] = markdown(boards).encode()
-    sections = [part for b in boards for part in (section(b, out), b.drift.section)] + [
-        *extra,
-        Section("Glossary", subtitle=PLOTS_NOTE, facts=GLOSSARY),
-    ]
+    sections = [*matrix_sections(root), *(part for b in boards for part in (section(b, out), b.drift.section))]
+    sections += [*extra, Section("Glossary", subtitle=PLOTS_NOTE, facts=GLOSSARY)]
     files["index.html"] = render_page("driftbench leaderboard", sections, intro=f"Run records under {root}.").encode()
     for board in boards:
         for plot in board.plots:
@@ -156,6 +156,15 @@ def write_leaderboard(root: Path, out: Path, extra: Sequence[Section] = (), sort
     for name, content in files.items():
         atomic_write(out / name, lambda fh, content=content: fh.write(content))
     return [out / name for name in files]
+
+
+def matrix_sections(root: Path) -> list[Section]:
+    """The page's drift-matrix heatmap (``driftbench matrix``), where the runs hold FedAvg and the oracle on some trace."""
+    cells = read_matrix(root).cells
+    if not covers_room(cells):
+        return []
+    image = Image("Drift matrix: share of the oracle's room per method and trace", heatmap_png(cells))
+    return [Section("Drift matrix", subtitle=HEATMAP_CAPTION + " driftbench matrix writes its numbers.", images=[image])]
 
 
 def display_rows(rows: pd.DataFrame) -> list[dict[str, str]]:

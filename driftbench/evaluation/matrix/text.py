@@ -1,0 +1,176 @@
+"""The matrix in Markdown: where its runs come from, the share of the room per method and trace, every cell's numbers,
+the rankings, and the glossary; ``report`` and the docs page put the same pieces together."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from driftbench.evaluation.leaderboard.write import interval_text, markdown_table, reached_text, readable, seconds
+from driftbench.evaluation.matrix.cells import ORACLE, ROOM, Matrix, room_frame
+from driftbench.evaluation.matrix.ranking import ALPHA, MIN_BLOCKS, OVERALL, SEED_BLOCKS, Ranking
+from driftbench.evaluation.paired import CONFIDENCE
+from driftbench.record.summarize import REFERENCE
+from driftbench.traces.catalog import DRIFT_KINDS
+
+GLOSSARY = {
+    "share of the room": f"(method - {REFERENCE}) / ({ORACLE} - {REFERENCE}) in final accuracy: the ratio of the mean "
+    f"differences over the seeds where all three ran (one trace hash each), [{CONFIDENCE:.0%} Fieller interval, paired by "
+    f"seed]; 0 is {REFERENCE}, 1 the {ORACLE}; ≈ marks an interval that contains 0; unbounded: the room itself is not "
+    f"distinguishable from 0 at these seeds",
+    "final accuracy": "mean client accuracy over the last tenth of the evaluations; mean ± std over seeds",
+    "post-drift": "mean accuracy over every evaluation at or after the first drift event, mean over seeds (- without events)",
+    "recovery": "drift events recovered / events with a drop, summed over seeds, and the mean rounds to recover them",
+    "TTA speed-up": f"{REFERENCE}'s simulated time to its target / the method's, geometric mean over the seeds where both "
+    f"reached it [{CONFIDENCE:.0%} interval]; the target is {REFERENCE}'s plateau less two noise bands (docs/record.md)",
+    "reached": "seeds that reached the target / seeds with one (n.d.: not distinguishable from it)",
+    "time to target": "simulated seconds to the target, mean over the seeds that reached it",
+    "overhead": "MB per run clients exchange beyond training, and the server's clustering seconds (simulated clock)",
+    "note": "why a cell lacks runs: not run yet; incomplete (config.json but no summary.json: crashed or still running); "
+    "diverged (counted with the accuracy it reached)",
+    "mean rank": "the method's rank in final accuracy (1 best) averaged over the blocks: traces, or (trace, seed) pairs "
+    f"where a kind of drift has fewer than {MIN_BLOCKS} traces",
+    "not separated from": f"methods the evidence does not separate from this one: all of them when Friedman's test finds "
+    f"no difference (p >= {ALPHA}); else those whose mean ranks differ by less than Nemenyi's critical difference (two "
+    "methods: Wilcoxon's signed-rank test)",
+}
+
+
+def source_text(matrix: Matrix, where: str) -> str:
+    """A paragraph: the runs (``runs_text``) and how many cells lack runs."""
+    lacking = f"{int((matrix.cells['status'] != 'ok').sum())} of the {len(matrix.cells)} cells"
+    return f"{runs_text(matrix, where)} {lacking} lack some or all of their runs (their note says why)."
+
+
+def runs_text(matrix: Matrix, where: str) -> str:
+    """A sentence: how many complete runs in ``where``, of how many methods and traces, at which seeds and commits."""
+    runs, cells = matrix.runs, matrix.cells
+    commits = ", ".join(sorted(str(c)[:7] if c else "unknown" for c in set(runs["commit"]))) or "-"
+    seeds = ", ".join(str(s) for s in sorted(set(runs["seed"]))) or "-"
+    return (
+        f"{len(runs)} complete runs in `{where}`: {cells['method'].nunique()} methods on {cells['trace'].nunique()} traces, "
+        f"seeds {seeds}, at commit {commits}."
+    )
+
+
+def kinds_text(kinds: dict[str, str]) -> str:
+    """The kinds of drift of ``kinds`` (trace -> its kind), each with its traces and what drifts there."""
+    lines = []
+    for kind in dict.fromkeys(kinds.values()):
+        names = ", ".join(f"`{trace}`" for trace, its in kinds.items() if its == kind)
+        lines.append(f"- **{kind}** ({names}): {DRIFT_KINDS.get(kind, 'not a named trace of the catalog')}")
+    return "\n".join(lines) + "\n"
+
+
+def trace_kinds(cells: pd.DataFrame) -> dict[str, str]:
+    """Each trace of the cells and its kind of drift, in the cells' order."""
+    return dict(zip(cells["trace"], cells["drift"]))
+
+
+def share_text(row: dict[str, Any], short: bool = False) -> str:
+    """A cell's share of the room: "0.85 [0.70, 1.02]", "≈ " first where the interval contains 0; only the value if ``short``."""
+    value = row[ROOM]
+    if value is None or not np.isfinite(value):
+        return "not run" if row["status"] == "not run" else "-"
+    if row["method"] in (REFERENCE, ORACLE):
+        return f"{value:.0f}"
+    low, high = row[f"{ROOM}_low"], row[f"{ROOM}_high"]
+    mark = "≈ " if low <= 0.0 <= high else ""
+    if short:
+        return f"{mark}{value:.2f}"
+    if math.isinf(low):
+        return f"{mark}{value:.2f} ({'1 seed' if row[f'{ROOM}_seeds'] < 2 else 'unbounded'})"
+    return f"{mark}{value:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def room_table(cells: pd.DataFrame) -> str:
+    """Methods x traces (headed by their kind of drift), each cell its share of the room, short."""
+    shares = room_frame(cells)
+    rows = cells.set_index(["method", "trace"])
+    kinds = dict(zip(cells["trace"], cells["drift"]))
+    table = [
+        {"method": str(method)}
+        | {f"{trace} ({kinds[trace]})": share_text({**rows.loc[(method, trace)], "method": method}, True) for trace in shares}
+        for method in shares.index
+    ]
+    return markdown_table(table)
+
+
+def cell_rows(cells: pd.DataFrame) -> list[dict[str, str]]:
+    """Every cell's numbers as text (a cell without runs: its note)."""
+    out = []
+    for row in cells.to_dict("records"):
+        ran = row["seeds"] > 0
+        std = "" if missing(row["final_accuracy_std"]) else f" ± {row['final_accuracy_std']:.3f}"
+        megabytes = row["overhead_bytes"] / 1e6 if ran and not missing(row["overhead_bytes"]) else None
+        recovery = f"{row['recovered_events']}/{row['dropped_events']}" if ran else "-"
+        if ran and not missing(row["rounds_to_recover"]):
+            recovery += f" in {row['rounds_to_recover']:.1f} rounds"
+        out.append(
+            {
+                "trace": row["trace"],
+                "method": row["method"] + (" (oracle)" if row["oracle"] else ""),
+                "seeds": str(row["seeds"]),
+                "final accuracy": f"{row['final_accuracy_mean']:.3f}{std}" if ran else "-",
+                "share of the room": share_text(row),
+                "post-drift": number(row["post_drift_accuracy"], "{:.3f}"),
+                "recovery": recovery,
+                "TTA speed-up": interval_text(row, "tta_log_speedup", lambda v: f"{np.exp(v):.2f}x") if ran else "-",
+                "reached": reached_text(row) if ran else "-",
+                "time to target": "-" if missing(row["tta_seconds"]) else f"{seconds(row['tta_seconds'])} s",
+                "overhead": "-" if megabytes is None else f"{readable(megabytes)} MB, {seconds(row['cluster_seconds'])} s",
+                "note": row["note"] or "-",
+            }
+        )
+    return out
+
+
+def ranking_markdown(found: list[Ranking], image: Callable[[Ranking], str | None]) -> str:
+    """Each group's ranking: its test, its methods by mean rank with those not separated from each, its diagram's image
+    (the path ``image`` gives it, or none), and what was left out or why there is no test."""
+    parts = []
+    for ranking in found:
+        title = "every trace" if ranking.group == OVERALL else f"drift: {ranking.group}"
+        if ranking.table.empty:
+            parts += [f"**{title}**: {ranking.note}.", ""]
+            continue
+        first = ranking.table.iloc[0]
+        unit = "(trace, seed) pairs" if first["block_unit"] == SEED_BLOCKS else "traces"
+        cd = "" if missing(first["critical_difference"]) else f", critical difference {first['critical_difference']:.2f}"
+        test = "Friedman's" if first["test"] == "friedman" else "Wilcoxon's signed-rank"
+        parts += [f"**{title}**: {first['blocks']} {unit}; {test} test p = {pvalue(first['pvalue'])}{cd}.", ""]
+        rows = [
+            {"mean rank": f"{r['mean_rank']:.2f}", "method": r["method"], "not separated from": r["tied_with"] or "-"}
+            for r in ranking.table.to_dict("records")
+        ]
+        parts += [markdown_table(rows), ""]
+        path = image(ranking)
+        parts += [f"![{title}: critical-difference diagram]({path})", ""] if path else []
+        parts += [f"{ranking.note[0].upper()}{ranking.note[1:]}.", ""] if ranking.note else []
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def glossary_markdown() -> str:
+    """The glossary as a Markdown list."""
+    return "\n".join(f"- **{term}**: {text}" for term, text in GLOSSARY.items()) + "\n"
+
+
+def pvalue(value: float) -> str:
+    """A p-value for reading; "-" where the test had none (every value alike)."""
+    if missing(value):
+        return "- (every value alike)"
+    return f"{value:.2g}" if value >= 0.001 else "< 0.001"
+
+
+def number(value: Any, fmt: str) -> str:
+    """``value`` formatted, "-" where missing."""
+    return "-" if missing(value) else fmt.format(value)
+
+
+def missing(value: Any) -> bool:
+    """Whether a cell value is absent (None or NaN)."""
+    return value is None or bool(pd.isna(value))

@@ -1,0 +1,169 @@
+"""The drift matrix: the share of the oracle's room and its interval, the cells that lack runs, the rankings, the report
+and its command, and the leaderboard page's heatmap."""
+
+import io
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from driftbench.cli import main
+from driftbench.evaluation.leaderboard.write import write_leaderboard
+from driftbench.evaluation.matrix.cells import NOT_RUN, RUN_COLUMNS, Grid, read_matrix
+from driftbench.evaluation.matrix.figures import cd_figure, png_writer
+from driftbench.evaluation.matrix.ranking import MIN_BLOCKS, SEED_BLOCKS, TRACE_BLOCKS, rank_group, rankings
+from driftbench.evaluation.matrix.report import matrix_report
+from driftbench.record.archive_write import write_archive
+from driftbench.record.runs import INCOMPLETE
+
+pytest.importorskip("autorank", reason="the matrix's ranking needs autorank (pip install 'driftbench[matrix]')")
+
+HAND_MADE = {  # static's final accuracies by method, seeds 0, 1, 2: the room 0.30, 0.35, 0.32; static takes about half
+    "fedavg": [0.50, 0.55, 0.52],
+    "static": [0.66, 0.72, 0.69],
+    "oracle": [0.80, 0.90, 0.84],
+}
+
+
+def with_summary(folder, **changes):
+    """Change fields of the run's summary.json in place."""
+    path = folder / "summary.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+
+@pytest.fixture(scope="module")
+def hand_made(tiny_matrix, tmp_path_factory):
+    """The tiny matrix's runs with static's final accuracies set by hand (HAND_MADE), archived."""
+    root = tmp_path_factory.mktemp("hand")
+    shutil.copytree(tiny_matrix[0], root / "runs")
+    for method, accuracies in HAND_MADE.items():
+        for seed, accuracy in enumerate(accuracies):
+            with_summary(root / "runs" / "static" / method / f"seed{seed}", final_accuracy=accuracy)
+    write_archive(root / "runs", root / "archive")
+    return root / "archive"
+
+
+def test_the_share_of_the_room_is_the_ratio_of_paired_means_with_fiellers_interval(hand_made):
+    cells = read_matrix(hand_made).cells.set_index(["trace", "method"])
+    fedavg, oracle, static = (np.array(HAND_MADE[m]) for m in ("fedavg", "oracle", "static"))
+    over, room = static - fedavg, oracle - fedavg
+    cell = cells.loc[("static", "static")]
+    assert cell["room_share"] == pytest.approx(over.mean() / room.mean()) and cell["room_share_seeds"] == 3
+    assert 0 < cell["room_share_low"] < cell["room_share"] < cell["room_share_high"] < 1
+    for end in (cell["room_share_low"], cell["room_share_high"]):  # the paired t-test of over - r room is on its boundary
+        assert stats.ttest_1samp(over - end * room, 0.0).pvalue == pytest.approx(0.05)
+    assert cells.loc[("static", "fedavg"), "room_share"] == 0 and cells.loc[("static", "oracle"), "room_share"] == 1
+    assert cells.loc[("static", "static"), "final_accuracy_mean"] == pytest.approx(static.mean())
+    assert (cells.loc[("static", "static"), "drift"], cells.loc[("rotation", "static"), "drift"]) == ("none", "feature")
+
+
+def test_a_runs_folder_and_its_archive_give_the_same_cells(tiny_matrix):
+    runs, archive = tiny_matrix
+    pd.testing.assert_frame_equal(read_matrix(runs).cells, read_matrix(archive).cells)
+    assert list(read_matrix(archive).cells["trace"].unique()) == ["static", "rotation"]  # by kind: none before feature
+
+
+def test_a_cell_without_its_runs_says_why(tiny_matrix, tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(tiny_matrix[0], runs)
+    (runs / "static/oracle/seed1/summary.json").unlink()  # crashed, or still running
+    shutil.rmtree(runs / "rotation/static/seed2")
+    with_summary(runs / "rotation/oracle/seed0", status="diverged", diverged_round=4)
+    grid = Grid(("static", "rotation"), ("fedavg", "static", "ifca", "oracle"), (0, 1, 2))
+    cells = read_matrix(runs, grid).cells.set_index(["trace", "method"])
+    assert tuple(cells.loc[("static", "oracle"), ["status", "note"]]) == ("partial", f"seed 1 {INCOMPLETE}")
+    assert tuple(cells.loc[("rotation", "static"), ["status", "note"]]) == ("partial", f"seed 2: {NOT_RUN}")
+    assert tuple(cells.loc[("rotation", "oracle"), ["status", "note"]]) == ("ok", "seed 0: diverged at round 4")
+    assert tuple(cells.loc[("static", "ifca"), ["status", "note", "seeds"]]) == ("not run", NOT_RUN, 0)
+    assert np.isnan(cells.loc[("static", "ifca"), "room_share"])
+    assert cells.loc[("static", "static"), "room_share_seeds"] == 2  # the oracle's seed 1 is missing from the pairs
+    write_archive(runs, tmp_path / "archive")  # an archive holds complete runs only: the incomplete one is not run there
+    archived = read_matrix(tmp_path / "archive", grid).cells.set_index(["trace", "method"])
+    assert archived.loc[("static", "oracle"), "note"] == f"seed 1: {NOT_RUN}"
+
+
+def runs_frame(accuracies: dict[str, list[float]], blocks: list[tuple[str, int]]) -> pd.DataFrame:
+    """Complete runs with the given final accuracies per method, block by block (trace, seed)."""
+    rows = [
+        dict(zip(RUN_COLUMNS, (trace, "label", method, seed, False, values[i], "abc")))
+        for method, values in accuracies.items()
+        for i, (trace, seed) in enumerate(blocks)
+    ]
+    return pd.DataFrame(rows)
+
+
+TRACES = [(f"t{i}", 0) for i in range(8)]
+ROTATING = {"a": [0.8, 0.7, 0.6] * 3, "b": [0.7, 0.6, 0.8] * 3, "c": [0.6, 0.8, 0.7] * 3}  # each first, second, third in turn
+
+
+def test_methods_the_evidence_does_not_separate_are_tied():
+    ranking = rank_group("label", runs_frame({m: v[:8] for m, v in ROTATING.items()}, TRACES))
+    table = ranking.table.set_index("method")
+    assert table["pvalue"].iloc[0] > 0.05 and set(table["block_unit"]) == {TRACE_BLOCKS}
+    assert {m: set(table.loc[m, "tied_with"].split(", ")) for m in "abc"} == {m: set("abc") - {m} for m in "abc"}
+
+
+def test_a_method_that_is_always_worst_is_separated_from_the_rest():
+    accuracies = {**{m: v[:8] for m, v in ROTATING.items()}, "worst": [0.1] * 8}
+    table = rank_group("label", runs_frame(accuracies, TRACES)).table.set_index("method")
+    assert table.loc["worst", "mean_rank"] == 4 and table.loc["worst", "tied_with"] == ""
+    assert table["pvalue"].iloc[0] < 0.05 and table["critical_difference"].iloc[0] > 0
+    assert list(table.index)[-1] == "worst" and all("worst" not in table.loc[m, "tied_with"] for m in "abc")
+    assert set(table.loc["a", "tied_with"].split(", ")) == {"b", "c"}
+
+
+def test_a_ranking_of_three_methods_or_more_draws_its_critical_difference_diagram():
+    ranking = rank_group("label", runs_frame({**{m: v[:8] for m, v in ROTATING.items()}, "worst": [0.1] * 8}, TRACES))
+    buffer = io.BytesIO()
+    png_writer(lambda: cd_figure(ranking))(buffer)
+    assert ranking.diagram and buffer.getvalue()[:4] == b"\x89PNG"
+
+
+def test_few_traces_rank_over_their_seeds_and_too_few_blocks_say_so():
+    pairs = [(trace, seed) for trace in ("t0", "t1") for seed in range(4)]  # 8 (trace, seed) blocks of 2 traces
+    seeded = rank_group("concept", runs_frame({"a": [0.8] * 8, "b": [0.5] * 8}, pairs))
+    assert set(seeded.table["block_unit"]) == {SEED_BLOCKS} and set(seeded.table["blocks"]) == {8}
+    assert seeded.table.set_index("method").loc["a", "tied_with"] == "" and not seeded.diagram  # Wilcoxon: no diagram
+    few = rank_group("feature", runs_frame({"a": [0.8] * 2, "b": [0.5] * 2}, [("t0", 0), ("t0", 1)]))
+    assert few.table.empty and few.result is None and f"needs at least 2 methods and {MIN_BLOCKS} blocks" in few.note
+    alone = rank_group("none", runs_frame({"a": [0.8] * 8}, TRACES))
+    assert alone.table.empty and "1 method(s)" in alone.note
+
+
+def test_a_block_some_method_lacks_is_left_out_and_named_and_the_oracle_not_ranked():
+    runs = runs_frame({m: v[:8] for m, v in ROTATING.items()}, TRACES)
+    runs = runs[~((runs["method"] == "c") & (runs["trace"] == "t7"))]
+    oracle = runs_frame({"oracle": [1.0] * 8}, TRACES).assign(oracle=True)
+    overall, label = rankings(pd.concat([runs, oracle]), ["label"])
+    assert overall.group == "all" and "oracle" not in set(overall.table["method"])
+    assert set(label.table["blocks"]) == {7} and label.note == "left out, for lack of some method's run: t7"
+
+
+def test_the_report_writes_its_files_and_the_command_names_what_is_missing(tiny_matrix, tmp_path, capsys):
+    paths = matrix_report(tiny_matrix[1], tmp_path / "report")
+    assert {p.name for p in paths} == {"matrix.md", "matrix.csv", "matrix-ranking.csv", "matrix-heatmap.png"}  # 2 ranked: no CD
+    assert all((tmp_path / "report" / p.name).read_bytes()[:4] == b"\x89PNG" for p in paths if p.suffix == ".png")
+    page = (tmp_path / "report/matrix.md").read_text()
+    assert "](matrix-heatmap.png)" in page and "| static (none) | rotation (feature) |" in page
+    assert "**every trace**: 6 (trace, seed) pairs; Wilcoxon's signed-rank test p = " in page
+    cells = pd.read_csv(tmp_path / "report/matrix.csv")
+    assert len(cells) == 6 and set(cells["status"]) == {"ok"}
+    suite = tmp_path / "suite.toml"
+    suite.write_text('methods = ["fedavg", "static", "ifca", "oracle"]\nseeds = [0, 1, 2]\n[traces.static]\n[traces.rotation]\n')
+    assert main(["matrix", str(tiny_matrix[1]), "--out", str(tmp_path / "cli"), "--suite", str(suite)]) == 0
+    assert "matrix.md" in capsys.readouterr().out
+    cells = pd.read_csv(tmp_path / "cli/matrix.csv", keep_default_na=False).set_index(["trace", "method"])
+    assert cells.loc[("rotation", "ifca"), "note"] == NOT_RUN and len(cells) == 8
+
+
+def test_the_leaderboard_page_shows_the_heatmap_where_fedavg_and_the_oracle_ran(tiny_matrix, tmp_path):
+    write_leaderboard(tiny_matrix[1], tmp_path / "both")
+    page = (tmp_path / "both/index.html").read_text()
+    assert "<h2>Drift matrix</h2>" in page and "Drift matrix: share of the oracle&#x27;s room" in page
+    runs = tmp_path / "runs"
+    shutil.copytree(tiny_matrix[0] / "static" / "fedavg", runs / "static" / "fedavg")
+    write_leaderboard(runs, tmp_path / "fedavg")
+    assert "Drift matrix" not in (tmp_path / "fedavg/index.html").read_text()
