@@ -60,7 +60,9 @@ def cmd_place(args: argparse.Namespace) -> int:
 
 
 def write_report(archive: Path, out: Path) -> list[Path]:
-    """The combined archive's report in ``out``: its leaderboard (the matrix report, once there, belongs here)."""
+    """The combined archive's report in ``out``: the drift matrix with the new method in it (matrix.md, the heatmap, the
+    ranking), and the leaderboard below ``out/leaderboard``."""
     from driftbench.evaluation.leaderboard.write import write_leaderboard
+    from driftbench.evaluation.matrix.report import matrix_report
 
-    return write_leaderboard(archive, out)
+    return [*matrix_report(archive, out), *write_leaderboard(archive, out / "leaderboard")]

@@ -33,7 +33,8 @@ def test_place_makes_exactly_the_archives_traces_x_seeds_and_pairs_them(shipped,
     assert sorted(r.label for r in combined) == sorted([*(r.label for r in find_runs(shipped)), *made])
     assert all(r.config()["trace"]["params"]["clients"] == 6 for r in new)  # the archive's overrides, not the defaults
     assert all(r.summary.time_to_accuracy is not None for r in new)  # FedAvg's shipped run of its trace and seed sets it
-    assert "my-method" in (out / "report" / "leaderboard.md").read_text()
+    assert "my-method" in (out / "report" / "leaderboard" / "leaderboard.md").read_text()
+    assert "my-method" in (out / "report" / "matrix.md").read_text() and (out / "report" / "matrix-heatmap.png").is_file()
     assert place(shipped, out) == 0  # again: every run kept, nothing made
     assert "0 ran, 4 skipped (up to date), 0 failed" in capsys.readouterr().out
 
