@@ -38,7 +38,7 @@ from driftbench.reproduce.judging import (
     second_look,
 )
 from driftbench.reproduce.planning import RunPlan, Setting, plan, with_literal
-from driftbench.reproduce.report import COLUMNS, Report, read_report, report_section, row, write_report
+from driftbench.reproduce.report import COLUMNS, Report, read_report, report_section, row, shown_diagnosis, write_report
 from driftbench.reproduce.run import reproduce
 from driftbench.reproduce.scoring import score_claim
 from driftbench.reproduce.verdict import (
@@ -175,7 +175,10 @@ def test_orderings_and_equality_within_a_margin(tmp_path):
     runs[1]["m3"] = replace(runs[1]["m3"], events={"recluster_global": 7})  # m2 -> m3 rises at seed 1
     assert evaluate(decreasing, runs).verdict == INCONCLUSIVE
     same = one_claim(tmp_path, '["m1", "m2"]', "m1 = m2 within 0.5", "n_clusters_final")
-    assert evaluate(same, runs).verdict == DETERMINISTIC  # 5 and 5 at every seed: identical runs, no test
+    held = evaluate(same, runs)
+    assert held.verdict == DETERMINISTIC and held.holds  # 5 and 5 at every seed: one value, no test
+    assert "m1 and m2 give n_clusters_final 5 at every seed" in held.reason
+    assert shown_diagnosis(held) is None and row(held)["diagnosis"] == "-"  # it holds: nothing to diagnose
     runs[0]["m2"] = replace(runs[0]["m2"], n_clusters_final=4)
     assert evaluate(same, runs).verdict == INCONCLUSIVE
     level = one_claim(tmp_path, '["m1", "m2"]', "m1 = m2 within 0.05")

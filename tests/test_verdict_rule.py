@@ -262,7 +262,8 @@ def test_a_claim_of_one_value_is_deterministic_never_a_p_value_of_0():
         ]
     )
     assert [r.verdict for r in results[:2]] == [DETERMINISTIC, DETERMINISTIC] and [r.p for r in results[:2]] == [None, None]
-    assert results[0].reason.startswith("deterministic: one value: a, b give the same final_accuracy at every seed")
+    assert results[0].reason.startswith("deterministic: one value: a and b give equal final_accuracy at each seed")
+    assert [r.holds for r in results] == [True, False, None]
     assert results[0].reason.endswith("the claim holds at it") and results[1].reason.endswith("the claim does not hold at it")
     assert "Holm over 1 claims" in results[2].reason  # one value is in no Holm family
     cost = replace(claim(None, kind="driftbench"), effect="ratio", unit="seconds", metric="clustering_seconds")

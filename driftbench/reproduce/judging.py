@@ -72,6 +72,7 @@ class ClaimResult:
     evidence: Evidence | None = None  # its statistic and p-value (None: no test was made)
     shown: tuple[str, ...] = ()  # flags and premises shown beside the verdict, which void nothing (``premises``)
     decision: str | None = None  # the decision table's row (``DECISIONS``) that gave a tested claim its verdict
+    holds: bool | None = None  # a deterministic claim: whether it holds at its one value (None: not deterministic)
 
     @property
     def p(self) -> float | None:
@@ -134,7 +135,8 @@ def judge_claim(claim: Claim, scores: ClaimScores | str, alpha: float = ALPHA) -
     measured = replace(untested, ours=None if effect is None else effect.interval().mean)
     statistics, series = claim_statistics(claim, values)
     if one_value(series):
-        return replace(measured, verdict=DETERMINISTIC, reason=deterministic(claim, values, statistics))
+        reason = deterministic(claim, values, statistics)
+        return replace(measured, verdict=DETERMINISTIC, reason=reason, holds=statistics[0] > 0)
     p = tost_p(series, claim.direction.margin) if claim.direction.relation == "=" else one_sided_p(statistics)
     evidence = Evidence(tuple(statistics), p)
     decision, reason = judged(evidence, effect, alpha)
@@ -170,8 +172,10 @@ def claim_statistics(claim: Claim, values: Values) -> tuple[list[float], np.ndar
 def deterministic(claim: Claim, values: Values, statistics: Sequence[float]) -> str:
     """Why a claim is ``DETERMINISTIC``: its compared runs give the same value at every seed, or its statistic does."""
     holds = "holds" if statistics[0] > 0 else "does not hold"
-    if all(len(set(seen)) == 1 for seen in zip(*(values[m] for m in claim.methods))):
-        why = f"{', '.join(claim.methods)} give the same {claim.metric} at every seed (identical runs)"
+    per_seed = list(zip(*(values[m] for m in claim.methods)))
+    if all(len(set(seen)) == 1 for seen in per_seed):
+        at = f"{claim.metric} {float(per_seed[0][0]):g} at every seed" if len(set(per_seed)) == 1 else ""
+        why = f"{' and '.join(claim.methods)} give {at or f'equal {claim.metric} at each seed'}"
     else:
         why = f"the claim's statistic is {statistics[0]:+.3g} at every seed"
     return f"deterministic: one value: {why}, so the seeds are one measurement and no test applies; the claim {holds} at it"

@@ -17,7 +17,7 @@ from driftbench.reproduce.claim import CALIBRATION_TOLERANCE, Claim, Diagnosis
 from driftbench.reproduce.effects import ratio_effect
 from driftbench.reproduce.forest import CAPTION, forest_plots
 from driftbench.reproduce.judging import ClaimResult, seed_range
-from driftbench.reproduce.verdict import REPRODUCED, RULE_TITLE, VERDICT_RULE, VERDICTS, level
+from driftbench.reproduce.verdict import DETERMINISTIC, REPRODUCED, RULE_TITLE, VERDICT_RULE, VERDICTS, level
 from driftbench.runner import NOT_RECORDED, RunOutcome
 
 COLUMNS = {  # report column -> its heading in reproduce.md and on the HTML page
@@ -96,18 +96,24 @@ class Report:
 
 
 def shown_diagnosis(result: ClaimResult) -> Diagnosis | None:
-    """The diagnosis a claim's row shows: any where it did not reproduce, only a fix (``implementation``) where it did."""
+    """The diagnosis a claim's row shows: any where it did not reproduce, only a fix (``implementation``) where it did
+    (or where it holds at its one deterministic value)."""
     d = result.claim.diagnosis
-    if result.verdict == REPRODUCED and (d is None or d.kind != "implementation"):
+    if settled(result) and (d is None or d.kind != "implementation"):
         return None
     return d
+
+
+def settled(result: ClaimResult) -> bool:
+    """Whether a claim needs no diagnosis: it reproduced, or it holds at its one deterministic value."""
+    return result.verdict == REPRODUCED or (result.verdict == DETERMINISTIC and bool(result.holds))
 
 
 def row(result: ClaimResult, brief: bool = False) -> dict[str, str]:
     """A claim's report row (``COLUMNS``); ``brief`` names its diagnosis by id and kind, as reproduce.md's table does."""
     c, d = result.claim, shown_diagnosis(result)
     if d is None:
-        diagnosis = "-" if result.verdict == REPRODUCED else NO_DIAGNOSIS
+        diagnosis = "-" if settled(result) else NO_DIAGNOSIS
     else:
         diagnosis = f"{d.name} ({d.kind})" if brief else str(d)
     paper = number(result.paper, c)

@@ -45,16 +45,16 @@ def test_without_the_archive_each_block_says_so_with_the_command(root, capsys):
     assert "- **feature** (`rotation`): " in block(root, PAGE, "matrix-kinds")  # from the trace catalog, archive or not
     assert not (root / "docs/images").exists()
     capsys.readouterr()
-    assert main(["render", "--check", "--root", str(root)]) == 0
+    assert main(["render", "matrix", "leaderboard", "--check", "--root", str(root)]) == 0
     hand_edit(root / SWEEPS, "does not exist yet", "is on its way")
-    assert main(["render", "--check", "--root", str(root)]) == 1
+    assert main(["render", "matrix", "leaderboard", "--check", "--root", str(root)]) == 1
     assert "page 'leaderboard' differs from its render: docs/sweeps.md, block 'leaderboard-source'" in capsys.readouterr().out
 
 
 def test_with_the_archive_the_pages_hold_its_numbers(root, tiny_matrix, capsys):
     shutil.copytree(tiny_matrix[1], root / "results/matrix")
     (root / SUITE).write_text(TINY_SUITE)
-    assert main(["render", "--root", str(root)]) == 0
+    assert main(["render", "matrix", "leaderboard", "--root", str(root)]) == 0
     heatmap = block(root, PAGE, "matrix-heatmap")
     assert "](images/matrix-heatmap.png)" in heatmap and "| method | static (none) | rotation (feature) |" in heatmap
     assert "| ifca | not run | not run |" in heatmap and "| oracle | 1 | 1 |" in heatmap
@@ -70,7 +70,7 @@ def test_with_the_archive_the_pages_hold_its_numbers(root, tiny_matrix, capsys):
     )
     assert block(root, SWEEPS, "leaderboard-says").startswith("- `rotation`: first ")
     capsys.readouterr()
-    assert main(["render", "--check", "--root", str(root)]) == 0
+    assert main(["render", "matrix", "leaderboard", "--check", "--root", str(root)]) == 0
     hand_edit(root / "docs/images/matrix.csv", "static,none,fedavg", "static,none,FedAvg")
-    assert main(["render", "--check", "--root", str(root)]) == 1
+    assert main(["render", "matrix", "leaderboard", "--check", "--root", str(root)]) == 1
     assert "docs/images/matrix.csv: line 2 is " in capsys.readouterr().out

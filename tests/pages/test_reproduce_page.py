@@ -132,13 +132,13 @@ def test_the_moved_list_names_each_changed_verdict_and_what_decided_it(rendered)
 def test_check_names_the_block_whose_row_was_edited_by_hand(root, rendered, capsys):
     page = root / "docs/reproduce.md"
     text = page.read_text()
-    assert main(["render", "--root", str(root), "--check"]) == 0
+    assert main(["render", "reproduce", "--root", str(root), "--check"]) == 0
     claims = read_block(text, "reproduce-claims", str(page))
     edited = claims.replace("| A paper | oracle |", "| A paper | oracle-edited |", 1)
     assert edited != claims
     page.write_text(text.replace(claims, edited))
     try:
-        assert main(["render", "--root", str(root), "--check"]) == 1
+        assert main(["render", "reproduce", "--root", str(root), "--check"]) == 1
         out = capsys.readouterr().out
         assert "docs/reproduce.md, block 'reproduce-claims': line 3 is '| A paper | oracle-edited |" in out
     finally:
