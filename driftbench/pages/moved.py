@@ -74,3 +74,18 @@ def moved_text(archived: Sequence[Archived], then: Verdicts) -> list[str]:
     if body:
         lines += ["", *table(("paper", "claim", THEN, "now", "decided by"), body)]
     return lines
+
+
+def moved_brief(archived: Sequence[Archived], then: Verdicts) -> str:
+    """The README's line: per archived paper, each claim that moved since 83fbd63, old verdict to new, grouped."""
+    if not archived:
+        return ""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for paper, claim, old, new, _ in moved_rows(archived, then):
+        groups.setdefault((paper, old, new), []).append(claim)
+    if not groups:
+        return f"No verdict moved since the {THEN} report."
+    parts = [f"{paper}: {', '.join(claims)} {old} → {new}" for (paper, old, new), claims in groups.items()]
+    return f"Moved since the {THEN} report (why: [What moved](docs/reproduce.md#what-moved-since-the-{THEN}-report)): " + (
+        "; ".join(parts) + "."
+    )

@@ -15,7 +15,7 @@ from driftbench.pages.claims_markdown import (
     not_yet,
 )
 from driftbench.pages.forest_files import forest_files, image_link
-from driftbench.pages.moved import moved_text, read_then
+from driftbench.pages.moved import moved_brief, moved_text, read_then
 from driftbench.pages.render import Block, Rendered
 from driftbench.reproduce.forest import CAPTION, forests
 
@@ -31,13 +31,14 @@ def render_reproduce(root: Path) -> list[Rendered]:
     """Every paper's claims judged on its archive in ``results/`` (or the commands that make it): the blocks, and each
     archived paper's forest plot as its data file and the picture drawn from it."""
     papers = judged_papers(root)
+    then = read_then(root)
     archived = [p for p in papers if isinstance(p, Archived)]
     missing = [p for p in papers if isinstance(p, Missing)]
     drawn = [forest for p in archived for forest in forests(p.report.results)]
     figures = [CAPTION, *(image_link(f) for f in drawn)] if drawn else ["No forest plot yet: no paper's runs are archived."]
     blocks = [
         Block(README, "claims-headline", headline(papers)),
-        Block(README, "claims-table", paragraphs(counts_table(archived), not_yet(missing))),
+        Block(README, "claims-table", paragraphs(counts_table(archived), [moved_brief(archived, then)])),
         Block(
             PAGE,
             "reproduce-headline",
@@ -46,6 +47,6 @@ def render_reproduce(root: Path) -> list[Rendered]:
         Block(PAGE, "reproduce-forest", "\n\n".join(figures)),
         Block(PAGE, "reproduce-claims", paragraphs(claims_table(archived))),
         Block(PAGE, "reproduce-diagnoses", paragraphs(diagnoses_text(archived))),
-        Block(PAGE, "reproduce-moved", paragraphs(moved_text(archived, read_then(root)))),
+        Block(PAGE, "reproduce-moved", paragraphs(moved_text(archived, then))),
     ]
     return [*blocks, *(item for forest in drawn for item in forest_files(forest))]

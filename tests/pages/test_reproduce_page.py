@@ -114,7 +114,8 @@ def test_a_paper_without_its_archive_shows_the_commands_that_make_it(rendered):
         "&& driftbench archive runs-other --out results/reproduce-other`"
     )
     line = f"- **Other paper**: its runs are not in the repository yet; {command} makes them."
-    assert line in block(rendered, "claims-table").splitlines() and line in block(rendered, "reproduce-headline")
+    assert line in block(rendered, "reproduce-headline").splitlines()
+    assert "Not archived yet: Other paper." in block(rendered, "claims-headline")  # the README names it, the docs say how
     assert "Other paper" not in block(rendered, "reproduce-claims")  # results/reproduce-other-part1 is not read
 
 
@@ -127,6 +128,9 @@ def test_the_moved_list_names_each_changed_verdict_and_what_decided_it(rendered)
     assert "| A paper | gone | not reproduced | - | no longer a claim of claims/ |" in lines
     assert "| A paper | by-half | - |" in moved  # not in the 83fbd63 report
     assert "Other paper" not in moved
+    readme = block(rendered, "claims-table")  # the README's brief: old verdict to new, grouped, linking the reasons
+    assert "Moved since the 83fbd63 report (why: [What moved](docs/reproduce.md#" in readme
+    assert "A paper: oracle untestable → " in readme and "A paper: gone not reproduced → -" in readme
 
 
 def test_check_names_the_block_whose_row_was_edited_by_hand(root, rendered, capsys):
