@@ -40,16 +40,23 @@ def add_parser(sub: Subparsers) -> None:
 
 def cmd_stale(args: argparse.Namespace) -> int:
     """``driftbench stale``: how many runs it made again, or one line per run that differs from its record."""
-    from driftbench.shipped.stale import TOLERANCE, check_stale, remake_command
+    from driftbench.errors import ConfigError
+    from driftbench.shipped.stale import QUALITY, TOLERANCE, check_stale, remake_command
 
+    if args.out is not None and args.out.exists() and any(args.out.iterdir()):
+        raise ConfigError(f"--out {args.out}: not empty; the runs must be made again, so give a new or empty folder")
     with tempfile.TemporaryDirectory(prefix="driftbench-stale-") as temporary:
         found = check_stale(args.archive, args.budget, args.runs, args.out or Path(temporary), args.jobs)
     made = f"{len(found.slice)} of its {found.runs} runs ({found.recorded_seconds:.0f} s of recorded wall time)"
+    here = len(found.slice) - found.elsewhere
+    compared = [f"{here} on this CPU: every number to a relative {TOLERANCE:g}, wall times and run folder aside"] * bool(here)
+    if found.elsewhere:
+        within = ", ".join(f"{metric} within {tolerance}" for metric, tolerance in QUALITY.items())
+        compared.append(f"{found.elsewhere} recorded on another or an unnamed CPU: {within}, as driftbench check compares")
     if not found.differences:
         print(
             f"{args.archive}: not stale: made {made} again, one per method "
-            f"({', '.join(run.summary.method for run in found.slice)}), each equal to its record "
-            f"(numbers to a relative {TOLERANCE:g}; wall times and run folder aside)"
+            f"({', '.join(run.summary.method for run in found.slice)}), each equal to its record ({'; '.join(compared)})"
         )
         return 0
     print(f"{args.archive}: stale: {len(found.differences)} of the {made} made again differ from their records")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import shlex
 import subprocess
@@ -96,14 +97,33 @@ def run_config(spec: RunSpec, device: torch.device, trace_hash: str) -> dict[str
 
 
 def provenance() -> dict[str, Any]:
-    """Where and when a run started: command line, UTC time, Python and numpy versions, torch's CPU threads."""
+    """Where and when a run started: command line, UTC time, Python and numpy versions, torch's CPU threads, the CPU."""
     return {
         "command": shlex.join(sys.argv),
+        "cpu": cpu_identity(),
         "started_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "python_version": platform.python_version(),
         "numpy_version": np.__version__,
         "threads": torch.get_num_threads(),
     }
+
+
+FLOAT_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "asimd", "sve")  # pick kernels
+
+
+@functools.cache
+def cpu_identity() -> str:
+    """The CPU's model and the instruction sets that choose torch's float kernels (runs on CPUs that differ here may
+    round differently); from /proc/cpuinfo, else the platform's processor name."""
+    try:
+        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return f"{platform.machine()} {platform.processor()}".strip()
+    fields = dict(line.partition(":")[::2] for line in info.splitlines() if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    model = fields.get("model name") or fields.get("CPU part") or platform.processor()
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    return "; ".join([f"{platform.machine()} {model}".strip(), " ".join(f for f in FLOAT_FLAGS if f in flags)])
 
 
 def git_revision() -> str | None:

@@ -6,7 +6,12 @@ again, with the overrides its config recorded (``driftbench.shipped.settings``),
 device and torch threads, must record the archived configuration (the volatile fields aside) and
 the archived summary: every field equal, numbers to a relative ``TOLERANCE``, except the machine's
 own (``MACHINE_FIELDS``: the wall times and the run's folder). A CPU run is a function of its trace
-hash, configuration and seed, so a difference means that the code now makes other results.
+hash, configuration and seed on one CPU, so a difference means that the code now makes other results.
+A run whose record names another CPU than this one (``provenance.cpu``: its model and the instruction
+sets that pick torch's float kernels), or none (runs made before it was recorded), rounds otherwise
+and may drift apart over rounds without any change of code: it is compared as ``driftbench check``
+compares a run with its reference (``QUALITY``: final accuracy and mean ARI within the quality gate's
+tolerances), and the report says how each run was compared.
 """
 
 from __future__ import annotations
@@ -20,13 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from driftbench.errors import ConfigError
+from driftbench.evaluation.tolerance import ACCURACY_TOLERANCE, ARI_TOLERANCE
 from driftbench.record.archive import ArchivedRunRow, is_archive, open_archive
 from driftbench.record.files import SUMMARY, config_difference
 from driftbench.record.schema import read_summary
 from driftbench.runner import Execution, PoolOptions, RunJob, job_config, run_pool
+from driftbench.scheduler.spec import cpu_identity
 from driftbench.shipped.settings import method_overrides, trace_sets
 
-TOLERANCE = 1e-9  # relative, for every number of a summary
+TOLERANCE = 1e-9  # relative, for every number of a summary made on the same CPU
+QUALITY = {"final_accuracy": ACCURACY_TOLERANCE, "ari_mean": ARI_TOLERANCE}  # absolute, on another CPU
 MACHINE_FIELDS = ("wall_seconds", "overhead.server_wall_seconds", "run_dir")  # a summary's fields the machine sets
 
 
@@ -48,6 +56,7 @@ class Staleness:
     runs: int  # the archive's runs
     slice: list[ArchivedRunRow]
     differences: list[Difference]
+    elsewhere: int = 0  # runs of the slice recorded on another (or an unnamed) CPU: compared as the quality gate does
 
     @property
     def recorded_seconds(self) -> float:
@@ -76,10 +85,25 @@ def check_stale(archive: Path, budget: float, limit: int | None, out: Path, jobs
             differences.append(Difference(run, "run", "finished", f"{outcome.state}: {outcome.error}"))
             continue
         remade = read_summary(outcome.record.path / SUMMARY)  # as written: JSON holds no NaN, for one
-        found = first_difference(dataclasses.asdict(run.summary), dataclasses.asdict(remade))
+        archived, now = dataclasses.asdict(run.summary), dataclasses.asdict(remade)
+        found = first_difference(archived, now) if made_here(run) else quality_difference(archived, now)
         if found is not None:
             differences.append(Difference(run, *found))
-    return Staleness(archive, len(shipped.runs), chosen, differences)
+    return Staleness(archive, len(shipped.runs), chosen, differences, sum(not made_here(run) for run in chosen))
+
+
+def made_here(run: ArchivedRunRow) -> bool:
+    """Whether ``run``'s record names this machine's CPU (model and float instruction sets)."""
+    return bool(run.config.get("provenance", {}).get("cpu") == cpu_identity())
+
+
+def quality_difference(archived: dict[str, Any], now: dict[str, Any]) -> tuple[str, Any, Any] | None:
+    """The first ``QUALITY`` metric that moved beyond its tolerance, either way, with both values."""
+    for metric, tolerance in QUALITY.items():
+        a, b = archived.get(metric), now.get(metric)
+        if (a is None) != (b is None) or (a is not None and b is not None and abs(a - b) > tolerance):
+            return f"{metric} (another CPU: within {tolerance})", a, b
+    return None
 
 
 def cheap_slice(runs: Sequence[ArchivedRunRow], budget: float, limit: int | None = None) -> list[ArchivedRunRow]:

@@ -68,3 +68,34 @@ def test_the_remake_command_sweeps_into_a_fresh_folder_and_archives_it_over_the_
     run = replace(run, config={**run.config, "provenance": {**run.config["provenance"], "command": command}})
     archive = shipped.parent / "x"
     assert remake_command(archive, run) == f"{made} && driftbench archive runs-x-remade --out {archive} --force"
+
+
+def test_a_run_recorded_on_another_cpu_is_compared_as_the_quality_gate_compares(shipped, alter, tmp_path, capsys):
+    def elsewhere(run, config):
+        config["provenance"]["cpu"] = "x86_64 Another CPU; avx avx2"
+
+    moved = alter(shipped, tmp_path / "results" / "elsewhere", elsewhere)
+    assert main(["stale", str(moved), "--quiet"]) == 0  # the same code: equal, so within any tolerance
+    printed = capsys.readouterr().out
+    assert "2 recorded on another or an unnamed CPU: final_accuracy within 0.02, ari_mean within 0.05" in printed
+    target = cheap_slice(open_archive(moved).runs, 120.0)[0]
+
+    def shifted(by: float):
+        def change(run, summary):
+            if run["run"] == target.place:
+                summary["final_accuracy"] += by
+
+        return change
+
+    small = alter(moved, tmp_path / "results" / "small-move", shifted(0.01), column="summary")
+    assert main(["stale", str(small), "--quiet"]) == 0  # 0.01: another CPU's rounding may move it so far
+    large = alter(moved, tmp_path / "results" / "large-move", shifted(0.05), column="summary")
+    assert main(["stale", str(large), "--quiet"]) == 1
+    assert "final_accuracy (another CPU: within 0.02) archived" in capsys.readouterr().out
+
+
+def test_stale_refuses_an_out_folder_that_holds_runs_already(shipped, tmp_path, capsys):
+    out = tmp_path / "kept"
+    (out / "static").mkdir(parents=True)
+    assert main(["stale", str(shipped), "--out", str(out), "--quiet"]) == 2
+    assert f"--out {out}: not empty" in capsys.readouterr().err
