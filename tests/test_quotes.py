@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from driftbench.errors import ConfigError
+from driftbench.record.archive import is_archive
 from driftbench.record.archive_write import write_archive
 from driftbench.record.files import run_dir, write_json
 from driftbench.record.schema import RoundRow, write_events, write_rounds, write_summary
 from driftbench.reproduce.claim_file import load_claims, read_claim_file
 from driftbench.reproduce.planning import Setting
-from driftbench.reproduce.quote import holds, written
+from driftbench.reproduce.quote import gives, holds, numbers, written
 from driftbench.reproduce.quotes import quote_mismatches
 from tests.test_reproduce import BASE
 
@@ -83,10 +84,40 @@ def test_the_forms_write_the_values_as_documented(values, form, digits, expected
     assert written(values, form, digits) == expected
 
 
-def test_a_value_is_held_by_a_text_as_a_whole_number():
+def test_a_text_is_held_by_the_evidence_with_its_end_numbers_whole():
     assert holds("ari_final 0.94-1.00 (seeds 0-4)", "0.94-1.00") and holds("+2.4 points", "2.4")
     assert not holds("ari_final 0.94-1.00", "1.00")  # the top of a range
     assert not holds("0.743, 0.918", "0.74") and not holds("20.5 points", "0.5") and not holds("-2.4", "2.4")
+    assert holds("scenario 2: ARI 1.0, 0.83", ": ARI 1.0,")  # a text's ends that are no number may touch one
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("IFCA(20) 16-19 clusters", ["20", "16", "19"]),  # a range's hyphen is no sign
+        ("-1.2--0.5 and (-0.048 to -0.051)", ["-1.2", "-0.5", "-0.048", "-0.051"]),
+        ("+2.4 points, 1e-3, CIFAR-10 at seeds 0-4.", ["2.4", "1e-3", "10", "0", "4"]),
+    ],
+)
+def test_a_texts_numbers_are_its_maximal_numeric_runs(text, expected):
+    assert numbers(text) == expected
+
+
+def test_a_value_matching_only_a_number_beside_the_quoted_one_is_not_quoted():
+    assert gives("16-19 clusters", "16-19") and gives("+2.4 points on average", "2.4") and gives("0.743, 0.918", "0.743, 0.918")
+    assert not gives("IFCA(20) 16-19 clusters", "20") and not gives("IFCA(20) 16-19 clusters", "16-19")
+    assert not gives("4 clusters at seeds 2 and 4", "2") and not gives("ARI 1.0 at seeds 0, 3, 4", "0")
+    assert not gives("16-19 clusters", "16") and not gives("0.743, 0.918", "0.918, 0.743")
+
+
+def test_the_runs_check_every_number_of_a_text_not_any(tmp_path, runs):
+    (claim,) = claims(tmp_path)
+    labelled = replace(claim.diagnosis.quotes[1], text="IFCA(10) at 12 rounds", metric="rounds", digits=0)  # the runs: 10
+    read = [replace(claim, diagnosis=replace(claim.diagnosis, quotes=(labelled,)))]
+    assert quote_mismatches("paper", read, runs) == [
+        "paper: diagnosis merges: 'IFCA(10) at 12 rounds' (rounds of cflgt, range at seeds 0, 1, 2 in claim c's runs): "
+        "the runs give 10"
+    ]
 
 
 def test_the_quotes_that_match_the_runs_pass_from_the_folder_and_its_archive(tmp_path, runs):
@@ -143,6 +174,26 @@ def test_a_bad_quote_is_refused_at_load_naming_the_file_diagnosis_and_field(tmp_
     assert str(error.value).startswith(f"{tmp_path / 'claims' / 'paper.toml'}: diagnoses.merges: diagnosis: {message}")
 
 
+@pytest.mark.parametrize(
+    ("text", "quote", "numbers"),
+    [
+        ("0.743, 0.918, 0.862 at seeds 0-2", QUOTES[0], "0.743, 0.918, 0.862, 0, 2"),  # a label number beside the value
+        ("ARI 1.00 at every seed", QUOTES[1], "1.00"),  # 2 decimals where digits = 1
+        ("0.918-0.743", QUOTES[0].replace('form = "each"', 'form = "range"'), "0.918, 0.743"),  # a range descending
+    ],
+)
+def test_a_text_whose_numbers_its_form_cannot_write_is_refused_at_load(tmp_path, text, quote, numbers):
+    old = quote.split('"')[1]
+    with pytest.raises(ConfigError) as error:
+        claims(tmp_path, EVIDENCE.replace(old, text), [quote.replace(old, text)])
+    form = quote.split('form = "')[1].split('"')[0]
+    assert str(error.value) == (
+        f"{tmp_path / 'claims' / 'paper.toml'}: diagnoses.merges: diagnosis: quotes[0]: text {text!r}: its numbers "
+        f"{numbers} are not what form {form!r} writes for 3 seeds with {1 if 'digits' in quote else 3} decimals; a text "
+        "holds the quoted numbers and words, no other number"
+    )
+
+
 def test_a_claims_own_diagnosis_may_quote_too_and_is_named_by_its_claim(tmp_path):
     text = claim_text().replace('diagnosis = "merges"\n\n[diagnoses.merges]', "\n[claims.diagnosis]")
     path = tmp_path / "paper.toml"
@@ -155,9 +206,14 @@ def test_a_claims_own_diagnosis_may_quote_too_and_is_named_by_its_claim(tmp_path
 
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"  # the reports' archives, results/reproduce-<paper>
+ARCHIVES = sorted(path for path in RESULTS.glob("reproduce-*") if is_archive(path))  # not the 83fbd63 report's CSV
 
 
-@pytest.mark.parametrize("archive", sorted(RESULTS.glob("reproduce-*")), ids=lambda path: path.name)
+def test_the_bundled_archives_are_found():
+    assert RESULTS / "reproduce-cflgt" in ARCHIVES
+
+
+@pytest.mark.parametrize("archive", ARCHIVES, ids=lambda path: path.name)
 def test_the_bundled_diagnoses_quote_what_their_reports_archive_holds(archive):
     paper = archive.name.removeprefix("reproduce-")
     assert quote_mismatches(paper, load_claims(papers=[paper]), archive) == []

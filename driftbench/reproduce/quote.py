@@ -16,6 +16,7 @@ FORMS = ("each", "range", "mean", "min", "max")
 SUMMARY_FIELDS = ("ari_final", "partition_changes", "rounds", "sim_seconds", "wall_seconds")  # summary.json, beside METRICS
 NEEDS_ANOTHER_RUN = ("tta_speedup", "delta_permille_stable")  # claim metrics read against a target or twin run
 MAX_DIGITS = 6
+NUMBER = re.compile(r"(?:(?<![\w.)\]])-)?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 def quote_metrics() -> list[str]:
@@ -70,6 +71,30 @@ def written(values: Sequence[float], form: str, digits: int) -> str:
     return number(float(statistic))
 
 
+def numbers(text: str) -> list[str]:
+    """The numeric tokens of ``text`` in order, each a maximal run such as ``0.743``, ``-0.5``, ``1e-3`` or ``16``: a minus
+    is a sign only where no letter, digit, point or closing bracket precedes it, so a range ``16-19`` is 16 and 19."""
+    return NUMBER.findall(text)
+
+
+def gives(text: str, value: str) -> bool:
+    """Whether ``text`` quotes ``value`` (as ``written``): its numbers are exactly the value's, all of them, in order."""
+    return numbers(text) == numbers(value)
+
+
+def producible(text: str, form: str, digits: int, seeds: int) -> bool:
+    """Whether ``written`` could give ``text``'s numbers for ``seeds`` seeds in ``form``: one a seed (each), the minimum
+    below the maximum or their one value (range), or one (mean, min, max), each with ``digits`` decimals."""
+    found = numbers(text)
+    counts = (seeds,) if form == "each" else (1, 2) if form == "range" and seeds > 1 else (1,)
+    if len(found) not in counts:
+        return False
+    return numbers(written([float(n) for n in found], "range" if form == "range" else "each", digits)) == found
+
+
 def holds(text: str, value: str) -> bool:
-    """Whether ``text`` holds ``value`` as a whole: no digit, point or minus before it, no digit or decimals after it."""
-    return re.search(rf"(?<![\d.\-]){re.escape(value)}(?!\d|\.\d|-\d)", text) is not None
+    """Whether ``text`` holds ``value`` with the numbers at its ends whole: where ``value`` starts with a number, no digit,
+    point or minus before it; where it ends with a digit, no digit or decimals after it."""
+    before = r"(?<![\d.\-])" if re.match(r"[\d.\-]", value) else ""
+    after = r"(?!\d|\.\d|-\d)" if re.search(r"\d$", value) else ""
+    return re.search(before + re.escape(value) + after, text) is not None

@@ -11,7 +11,7 @@ from driftbench.config import check_keys, check_types, flat_sets, require
 from driftbench.methods import catalog as method_catalog
 from driftbench.methods.aggregators import PREFIX as FLOWER
 from driftbench.reproduce.claim import UNITS, Claim, Diagnosis
-from driftbench.reproduce.quote import FORMS, MAX_DIGITS, Quote, holds, quote_metrics
+from driftbench.reproduce.quote import FORMS, MAX_DIGITS, Quote, holds, numbers, producible, quote_metrics
 
 QUOTE_KEYS = {
     "text": str,
@@ -40,7 +40,8 @@ def parse_quotes(value: Any, evidence: str, where: str) -> tuple[Quote, ...]:
 
 
 def parse_quote(table: dict[str, Any], evidence: str, where: str) -> Quote:
-    """One quote: where its runs are (a claim, or a trace and set), what it reads and how it is written."""
+    """One quote: where its runs are (a claim, or a trace and set), what it reads and how it is written; its text's
+    numbers are what that form writes (``producible``)."""
     check_keys(table, QUOTE_KEYS, where)
     check_types(table, {k: t for k, t in QUOTE_KEYS.items() if t is not object}, where)
     missing = [key for key in REQUIRED if key not in table]
@@ -68,6 +69,11 @@ def parse_quote(table: dict[str, Any], evidence: str, where: str) -> Quote:
     require(
         bool(seeds) and all(isinstance(s, int) and s >= 0 for s in seeds) and len(set(seeds)) == len(seeds),
         f"{where}: seeds: expected distinct seeds of the report's runs, e.g. [0, 1, 2, 3, 4], got {seeds!r}",
+    )
+    require(
+        producible(text, form, digits, len(seeds)),
+        f"{where}: text {text!r}: its numbers {', '.join(numbers(text))} are not what form {form!r} writes for "
+        f"{len(seeds)} seeds with {digits} decimals; a text holds the quoted numbers and words, no other number",
     )
     method_sets = table.get("method_set", {})
     require(

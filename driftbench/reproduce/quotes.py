@@ -12,7 +12,7 @@ from driftbench.record.runs import RunRecord, nested_runs
 from driftbench.reproduce.claim import Claim, Diagnosis, MethodRun
 from driftbench.reproduce.metrics import Context, metric_spec
 from driftbench.reproduce.planning import Setting
-from driftbench.reproduce.quote import SUMMARY_FIELDS, Quote, holds, written
+from driftbench.reproduce.quote import SUMMARY_FIELDS, Quote, gives, written
 
 Records = Mapping[Path, Callable[[], RunRecord]]  # a run's place -> how to read its record
 
@@ -22,8 +22,8 @@ class Missing(Exception):
 
 
 def quote_mismatches(paper: str, claims: Sequence[Claim], source: Path, scale: str = "embedded") -> list[str]:
-    """One line per quote of the paper's diagnoses that the runs in ``source`` (the report's archive or runs folder) do
-    not give: the diagnosis, the quote's text and what the runs give, or which run is missing."""
+    """One line per quote of the paper's diagnoses whose numbers are not exactly what the runs in ``source`` (the report's
+    archive or runs folder) give (``gives``): the diagnosis, the quote's text and what the runs give, or the missing run."""
     own = [claim for claim in claims if claim.paper == paper]
     require(bool(own), f"unknown paper {paper!r}: none of the claims given is its")
     by_id = {claim.id: claim for claim in own if not claim.literal}
@@ -36,7 +36,7 @@ def quote_mismatches(paper: str, claims: Sequence[Claim], source: Path, scale: s
             except Missing as exc:
                 lines.append(f"{paper}: diagnosis {diagnosis.name}: {quote.text!r} ({quote.describe()}): {exc}")
                 continue
-            if not holds(quote.text, value):
+            if not gives(quote.text, value):
                 lines.append(f"{paper}: diagnosis {diagnosis.name}: {quote.text!r} ({quote.describe()}): the runs give {value}")
     return lines
 
