@@ -12,10 +12,11 @@ from scipy import stats
 
 from driftbench.cli import main
 from driftbench.evaluation.leaderboard.write import write_leaderboard
-from driftbench.evaluation.matrix.cells import NOT_RUN, RUN_COLUMNS, Grid, read_matrix
-from driftbench.evaluation.matrix.figures import cd_figure, png_writer
+from driftbench.evaluation.matrix.cells import NO_ROOM, NOT_RUN, RUN_COLUMNS, Grid, read_matrix
+from driftbench.evaluation.matrix.figures import HEATMAP_CAPTION, annotation, cd_figure, png_writer
 from driftbench.evaluation.matrix.ranking import MIN_BLOCKS, SEED_BLOCKS, TRACE_BLOCKS, rank_group, rankings
 from driftbench.evaluation.matrix.report import matrix_report
+from driftbench.evaluation.matrix.text import GLOSSARY, room_table, share_text
 from driftbench.record.archive_write import write_archive
 from driftbench.record.runs import INCOMPLETE
 
@@ -26,6 +27,16 @@ HAND_MADE = {  # static's final accuracies by method, seeds 0, 1, 2: the room 0.
     "static": [0.66, 0.72, 0.69],
     "oracle": [0.80, 0.90, 0.84],
 }
+NO_ROOM_LEFT = {  # static - fedavg 0.02, 0.025, 0.018 but oracle - fedavg -0.05, -0.06, -0.055: the oracle is below FedAvg
+    "fedavg": [0.60, 0.62, 0.61],
+    "static": [0.62, 0.645, 0.628],
+    "oracle": [0.55, 0.56, 0.555],
+}
+UNSURE_ROOM = {  # static - fedavg 0.05, 0.06, 0.055, clearly above 0; the room 0.02, -0.01, 0.03 not distinguishable from 0
+    "fedavg": [0.60, 0.62, 0.61],
+    "static": [0.65, 0.68, 0.665],
+    "oracle": [0.62, 0.61, 0.64],
+}
 
 
 def with_summary(folder, **changes):
@@ -34,15 +45,20 @@ def with_summary(folder, **changes):
     path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
 
 
+def set_by_hand(runs, out, accuracies):
+    """A copy of the runs folder ``runs`` in ``out`` with the static trace's final accuracies set (method: seeds 0, 1, 2)."""
+    shutil.copytree(runs, out)
+    for method, values in accuracies.items():
+        for seed, accuracy in enumerate(values):
+            with_summary(out / "static" / method / f"seed{seed}", final_accuracy=accuracy)
+    return out
+
+
 @pytest.fixture(scope="module")
 def hand_made(tiny_matrix, tmp_path_factory):
     """The tiny matrix's runs with static's final accuracies set by hand (HAND_MADE), archived."""
     root = tmp_path_factory.mktemp("hand")
-    shutil.copytree(tiny_matrix[0], root / "runs")
-    for method, accuracies in HAND_MADE.items():
-        for seed, accuracy in enumerate(accuracies):
-            with_summary(root / "runs" / "static" / method / f"seed{seed}", final_accuracy=accuracy)
-    write_archive(root / "runs", root / "archive")
+    write_archive(set_by_hand(tiny_matrix[0], root / "runs", HAND_MADE), root / "archive")
     return root / "archive"
 
 
@@ -58,6 +74,27 @@ def test_the_share_of_the_room_is_the_ratio_of_paired_means_with_fiellers_interv
     assert cells.loc[("static", "fedavg"), "room_share"] == 0 and cells.loc[("static", "oracle"), "room_share"] == 1
     assert cells.loc[("static", "static"), "final_accuracy_mean"] == pytest.approx(static.mean())
     assert (cells.loc[("static", "static"), "drift"], cells.loc[("rotation", "static"), "drift"]) == ("none", "feature")
+
+
+def test_where_the_oracle_does_not_beat_fedavg_there_is_no_room_and_no_share(tiny_matrix, tmp_path):
+    cells = read_matrix(set_by_hand(tiny_matrix[0], tmp_path / "runs", NO_ROOM_LEFT)).cells
+    static = cells.set_index(["trace", "method"]).loc[("static", "static")]
+    assert np.isnan(static["room_share"]) and static["room"] == pytest.approx(-0.055)  # not (0.021 / -0.055): -0.38
+    row = {**static, "method": "static"}
+    assert share_text(row) == NO_ROOM and share_text(row, short=True) == "no room"
+    assert "| static | no room | " in room_table(cells) and annotation(static, "static", static["room_share"])[0] == "no room"
+    assert "no room" in GLOSSARY["share of the room"] and "no room" in HEATMAP_CAPTION
+
+
+def test_an_unbounded_share_is_marked_as_fedavgs_like_only_where_the_t_test_does_not_reject_zero(tiny_matrix, tmp_path):
+    cells = read_matrix(set_by_hand(tiny_matrix[0], tmp_path / "runs", UNSURE_ROOM)).cells.set_index(["trace", "method"])
+    static = cells.loc[("static", "static")]
+    assert (static["room_share_low"], static["room_share_high"]) == (-np.inf, np.inf) and not static["room_share_contains_zero"]
+    row = {**static, "method": "static"}
+    assert share_text(row) == f"{static['room_share']:.2f} (unbounded)"  # static beats FedAvg at every seed: no ≈
+    assert annotation(static, "static", static["room_share"])[0] == f"{static['room_share']:.2f}"
+    unsure = {**row, "room_share_contains_zero": True}
+    assert share_text(unsure).startswith("≈ ") and annotation(pd.Series(unsure), "static", static["room_share"])[0][0] == "≈"
 
 
 def test_a_runs_folder_and_its_archive_give_the_same_cells(tiny_matrix):

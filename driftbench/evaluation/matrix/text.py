@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from driftbench.evaluation.leaderboard.write import interval_text, markdown_table, reached_text, readable, seconds
-from driftbench.evaluation.matrix.cells import ORACLE, ROOM, Matrix, room_frame
+from driftbench.evaluation.matrix.cells import CONTAINS_ZERO, NO_ROOM, ORACLE, ROOM, ROOM_MEAN, Matrix, no_room, room_frame
 from driftbench.evaluation.matrix.ranking import ALPHA, MIN_BLOCKS, OVERALL, SEED_BLOCKS, Ranking
 from driftbench.evaluation.paired import CONFIDENCE
 from driftbench.record.summarize import REFERENCE
@@ -20,8 +20,10 @@ from driftbench.traces.catalog import DRIFT_KINDS
 GLOSSARY = {
     "share of the room": f"(method - {REFERENCE}) / ({ORACLE} - {REFERENCE}) in final accuracy: the ratio of the mean "
     f"differences over the seeds where all three ran (one trace hash each), [{CONFIDENCE:.0%} Fieller interval, paired by "
-    f"seed]; 0 is {REFERENCE}, 1 the {ORACLE}; ≈ marks an interval that contains 0; unbounded: the room itself is not "
-    f"distinguishable from 0 at these seeds",
+    f"seed]; 0 is {REFERENCE}, 1 the {ORACLE}; ≈ marks a share whose set contains 0 (the paired t-test of method - "
+    f"{REFERENCE} does not reject 0: not distinguishable from {REFERENCE}), bounded or not; unbounded: the room itself is "
+    f"not distinguishable from 0 at these seeds; no room: the {ORACLE} does not beat {REFERENCE} (the mean of {ORACLE} - "
+    f"{REFERENCE} over these seeds is not above 0), so there is no share",
     "final accuracy": "mean client accuracy over the last tenth of the evaluations; mean ± std over seeds",
     "post-drift": "mean accuracy over every evaluation at or after the first drift event, mean over seeds (- without events)",
     "recovery": "drift events recovered / events with a drop, summed over seeds, and the mean rounds to recover them",
@@ -72,14 +74,17 @@ def trace_kinds(cells: pd.DataFrame) -> dict[str, str]:
 
 
 def share_text(row: dict[str, Any], short: bool = False) -> str:
-    """A cell's share of the room: "0.85 [0.70, 1.02]", "≈ " first where the interval contains 0; only the value if ``short``."""
+    """A cell's share of the room: "0.85 [0.70, 1.02]", "≈ " first where its set contains 0; only the value if ``short``;
+    ``NO_ROOM`` ("no room" if ``short``) where the oracle does not beat FedAvg."""
     value = row[ROOM]
     if value is None or not np.isfinite(value):
-        return "not run" if row["status"] == "not run" else "-"
+        if row["status"] == "not run":
+            return "not run"
+        return ("no room" if short else NO_ROOM) if no_room(row[ROOM_MEAN]) else "-"
     if row["method"] in (REFERENCE, ORACLE):
         return f"{value:.0f}"
     low, high = row[f"{ROOM}_low"], row[f"{ROOM}_high"]
-    mark = "≈ " if low <= 0.0 <= high else ""
+    mark = "≈ " if row[CONTAINS_ZERO] else ""
     if short:
         return f"{mark}{value:.2f}"
     if math.isinf(low):
