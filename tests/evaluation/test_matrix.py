@@ -16,7 +16,7 @@ from driftbench.evaluation.matrix.cells import NO_ROOM, NOT_RUN, RUN_COLUMNS, Gr
 from driftbench.evaluation.matrix.figures import HEATMAP_CAPTION, annotation, cd_figure, png_writer
 from driftbench.evaluation.matrix.ranking import MIN_BLOCKS, SEED_BLOCKS, TRACE_BLOCKS, rank_group, rankings
 from driftbench.evaluation.matrix.report import matrix_report
-from driftbench.evaluation.matrix.text import GLOSSARY, room_table, share_text
+from driftbench.evaluation.matrix.text import GLOSSARY, ranking_markdown, room_table, share_text
 from driftbench.record.archive_write import write_archive
 from driftbench.record.runs import INCOMPLETE
 
@@ -152,6 +152,22 @@ def test_a_method_that_is_always_worst_is_separated_from_the_rest():
     assert set(table.loc["a", "tied_with"].split(", ")) == {"b", "c"}
 
 
+def test_a_ranking_friedmans_test_does_not_reject_has_no_diagram_and_says_why():
+    ranking = rank_group("label", runs_frame({m: v[:8] for m, v in ROTATING.items()}, TRACES))
+    assert ranking.result.posthoc == "nemenyi" and ranking.table["pvalue"].iloc[0] >= 0.05 and not ranking.diagram
+    text = ranking_markdown([ranking], lambda r: "cd.png" if r.diagram else None)
+    assert "cd.png" not in text and "No critical-difference diagram: Friedman's test finds no difference" in text
+
+
+def test_two_methods_are_compared_by_a_two_sided_wilcoxon_test():
+    better, worse = [0.8, 0.7, 0.9, 0.6, 0.75], [0.5] * 5  # better at every one of 5 traces: one-sided p 1/32, two-sided 1/16
+    ranking = rank_group("label", runs_frame({"a": better, "b": worse}, TRACES[:5]))
+    table = ranking.table.set_index("method")
+    assert list(table["pvalue"]) == pytest.approx([stats.wilcoxon(better, worse).pvalue] * 2) == [0.0625, 0.0625]
+    assert table.loc["a", "tied_with"] == "b" and table.loc["b", "tied_with"] == "a"
+    assert "Wilcoxon's signed-rank test (two-sided) p = 0.062." in ranking_markdown([ranking], lambda r: None)
+
+
 def test_a_ranking_of_three_methods_or_more_draws_its_critical_difference_diagram():
     ranking = rank_group("label", runs_frame({**{m: v[:8] for m, v in ROTATING.items()}, "worst": [0.1] * 8}, TRACES))
     buffer = io.BytesIO()
@@ -176,7 +192,30 @@ def test_a_block_some_method_lacks_is_left_out_and_named_and_the_oracle_not_rank
     oracle = runs_frame({"oracle": [1.0] * 8}, TRACES).assign(oracle=True)
     overall, label = rankings(pd.concat([runs, oracle]), ["label"])
     assert overall.group == "all" and "oracle" not in set(overall.table["method"])
-    assert set(label.table["blocks"]) == {7} and label.note == "left out, for lack of some method's run: t7"
+    assert set(label.table["blocks"]) == {7} and label.note == "left out, for lack of some method's run: t7 (seed 0)"
+
+
+def test_a_seed_some_method_lacks_is_left_out_of_its_trace_before_the_trace_is_averaged():
+    pairs = [(f"t{i}", seed) for i in range(6) for seed in (0, 1)]
+    accuracies = {  # t0 seed 1 puts a first; without it b is first there
+        "a": [0.5, 0.9] + [0.8, 0.8, 0.7, 0.7, 0.6, 0.6] * 2,
+        "b": [0.6, 0.6] + [0.7, 0.7, 0.6, 0.6, 0.8, 0.8] * 2,
+        "c": [0.55, 0.7] + [0.6, 0.6, 0.8, 0.8, 0.7, 0.7] * 2,
+    }
+    runs = runs_frame(accuracies, pairs)
+    t0_seed1 = (runs["trace"] == "t0") & (runs["seed"] == 1)
+    lacking = rank_group("label", runs[~(t0_seed1 & (runs["method"] == "c"))])
+    pd.testing.assert_frame_equal(lacking.table, rank_group("label", runs[~t0_seed1]).table)
+    assert set(lacking.table["block_unit"]) == {TRACE_BLOCKS} and set(lacking.table["blocks"]) == {6}
+    assert lacking.note == "left out, for lack of some method's run: t0 (seed 1)"
+
+
+def test_the_block_unit_is_decided_on_the_traces_every_method_ran():
+    pairs = [(f"t{i}", seed) for i in range(MIN_BLOCKS) for seed in (0, 1)]
+    runs = runs_frame({"a": [0.8] * len(pairs), "b": [0.5] * len(pairs)}, pairs)
+    ranking = rank_group("label", runs[~((runs["method"] == "b") & (runs["trace"] == "t4"))])  # 4 traces left: too few
+    assert set(ranking.table["block_unit"]) == {SEED_BLOCKS} and set(ranking.table["blocks"]) == {8}
+    assert ranking.note == "left out, for lack of some method's run: t4 (seeds 0, 1)"
 
 
 def test_the_report_writes_its_files_and_the_command_names_what_is_missing(tiny_matrix, tmp_path, capsys):
@@ -185,7 +224,7 @@ def test_the_report_writes_its_files_and_the_command_names_what_is_missing(tiny_
     assert all((tmp_path / "report" / p.name).read_bytes()[:4] == b"\x89PNG" for p in paths if p.suffix == ".png")
     page = (tmp_path / "report/matrix.md").read_text()
     assert "](matrix-heatmap.png)" in page and "| static (none) | rotation (feature) |" in page
-    assert "**every trace**: 6 (trace, seed) pairs; Wilcoxon's signed-rank test p = " in page
+    assert "**every trace**: 6 (trace, seed) pairs; Wilcoxon's signed-rank test (two-sided) p = " in page
     cells = pd.read_csv(tmp_path / "report/matrix.csv")
     assert len(cells) == 6 and set(cells["status"]) == {"ok"}
     suite = tmp_path / "suite.toml"

@@ -102,11 +102,12 @@ def annotation(cell: pd.Series, method: str, value: float) -> tuple[str, bool]:
 
 
 def cd_figure(ranking: Ranking) -> Figure:
-    """The group's critical-difference diagram, drawn by autorank into a figure of its own."""
+    """The group's critical-difference diagram (``Ranking.diagram``: Friedman's test found a difference), drawn by autorank
+    into a figure of its own."""
     from matplotlib.figure import Figure
 
     methods = len(ranking.table)
     fig = Figure(figsize=(7.0, 1.2 + 0.16 * methods), dpi=100)
     ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
-    autorank_module().plot_stats(ranking.result, allow_insignificant=True, ax=ax)
+    autorank_module().plot_stats(ranking.result, ax=ax)
     return fig

@@ -34,11 +34,12 @@ GLOSSARY = {
     "overhead": "MB per run clients exchange beyond training, and the server's clustering seconds (simulated clock)",
     "note": "why a cell lacks runs: not run yet; incomplete (config.json but no summary.json: crashed or still running); "
     "diverged (counted with the accuracy it reached)",
-    "mean rank": "the method's rank in final accuracy (1 best) averaged over the blocks: traces, or (trace, seed) pairs "
-    f"where a kind of drift has fewer than {MIN_BLOCKS} traces",
+    "mean rank": "the method's rank in final accuracy (1 best) averaged over the blocks: traces (each method's mean over "
+    f"the trace's seeds every method ran), or (trace, seed) pairs where fewer than {MIN_BLOCKS} traces have every "
+    "method's run",
     "not separated from": f"methods the evidence does not separate from this one: all of them when Friedman's test finds "
     f"no difference (p >= {ALPHA}); else those whose mean ranks differ by less than Nemenyi's critical difference (two "
-    "methods: Wilcoxon's signed-rank test)",
+    f"methods: where Wilcoxon's two-sided signed-rank test finds no difference, p >= {ALPHA})",
 }
 
 
@@ -146,8 +147,9 @@ def ranking_markdown(found: list[Ranking], image: Callable[[Ranking], str | None
         first = ranking.table.iloc[0]
         unit = "(trace, seed) pairs" if first["block_unit"] == SEED_BLOCKS else "traces"
         cd = "" if missing(first["critical_difference"]) else f", critical difference {first['critical_difference']:.2f}"
-        test = "Friedman's" if first["test"] == "friedman" else "Wilcoxon's signed-rank"
-        parts += [f"**{title}**: {first['blocks']} {unit}; {test} test p = {pvalue(first['pvalue'])}{cd}.", ""]
+        friedman = first["test"] == "friedman"
+        test = "Friedman's test" if friedman else "Wilcoxon's signed-rank test (two-sided)"
+        parts += [f"**{title}**: {first['blocks']} {unit}; {test} p = {pvalue(first['pvalue'])}{cd}.", ""]
         rows = [
             {"mean rank": f"{r['mean_rank']:.2f}", "method": r["method"], "not separated from": r["tied_with"] or "-"}
             for r in ranking.table.to_dict("records")
@@ -155,6 +157,8 @@ def ranking_markdown(found: list[Ranking], image: Callable[[Ranking], str | None
         parts += [markdown_table(rows), ""]
         path = image(ranking)
         parts += [f"![{title}: critical-difference diagram]({path})", ""] if path else []
+        if friedman and not ranking.diagram:
+            parts += [f"No critical-difference diagram: Friedman's test finds no difference (p >= {ALPHA}), so all tie.", ""]
         parts += [f"{ranking.note[0].upper()}{ranking.note[1:]}.", ""] if ranking.note else []
     return "\n".join(parts).rstrip() + "\n"
 
