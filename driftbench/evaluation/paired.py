@@ -1,5 +1,5 @@
 """Paired comparisons over seeds: a mean difference with its 95% t-interval, a ratio of two paired means with
-Fieller's interval, and how many seeds would settle a difference.
+Fieller's set, and how many seeds would settle a difference.
 
 Two methods' runs of the same trace and seed form a pair; the per-seed differences are
 treated as independent draws, and the interval is Student's t on their mean.
@@ -54,30 +54,44 @@ def paired_interval(differences: Sequence[float]) -> Interval | None:
     return Interval(mean, mean - width, mean + width, int(values.size))
 
 
-def paired_ratio_interval(numerators: Sequence[float], denominators: Sequence[float]) -> Interval | None:
-    """The ratio of the means of paired values, mean(numerators) / mean(denominators), with Fieller's 95% interval.
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of paired means over ``n`` pairs with Fieller's 95% set: [low, high], or low -inf and high inf where the
+    set is unbounded (two rays or the whole line); ``contains_zero``: whether the set holds 0, exactly in either case."""
 
-    The interval holds every ratio r whose per-seed differences ``numerator - r x denominator``
+    mean: float
+    low: float
+    high: float
+    n: int
+    contains_zero: bool
+
+
+def paired_ratio_interval(numerators: Sequence[float], denominators: Sequence[float]) -> Ratio | None:
+    """The ratio of the means of paired values, mean(numerators) / mean(denominators), with Fieller's 95% set.
+
+    The set holds every ratio r whose per-seed differences ``numerator - r x denominator``
     have a paired t-interval containing 0: the paired test inverted, so the spread of the
     denominator and its covariance with the numerator count (a ratio of per-seed ratios would
     let one seed with a small denominator swing the mean). Where the denominator's own interval
-    contains 0 the set is unbounded (low -inf, high inf); with one pair it is too. None without
-    pairs, or where every denominator is 0 (no ratio).
+    contains 0 the set is unbounded (low -inf, high inf); with one pair it is too. It holds
+    r = 0 where the paired t-test of the numerators does not reject 0, bounded or not. None
+    without pairs, or where every denominator is 0 (no ratio).
     """
     top, bottom = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
     n = top.size
     if n == 0 or not bottom.any():
         return None
     a, b = float(top.mean()), float(bottom.mean())
-    if n < 2 or b == 0:
-        return Interval(a / b if b else math.nan, -math.inf, math.inf, n)
+    if n < 2:
+        return Ratio(a / b if b else math.nan, -math.inf, math.inf, n, True)
     (s_aa, s_ab), (_, s_bb) = np.cov(top, bottom, ddof=1).tolist()
     q = critical_t(n) ** 2 / n
     square, middle, constant = b * b - q * s_bb, a * b - q * s_ab, a * a - q * s_aa  # square r^2 - 2 middle r + constant <= 0
+    zero = constant <= 0  # the quadratic at r = 0
     if square <= 0:
-        return Interval(a / b, -math.inf, math.inf, n)
+        return Ratio(a / b if b else math.nan, -math.inf, math.inf, n, zero)
     root = math.sqrt(max(middle * middle - square * constant, 0.0))  # >= 0 up to rounding: r = a / b lies inside
-    return Interval(a / b, (middle - root) / square, (middle + root) / square, n)
+    return Ratio(a / b, (middle - root) / square, (middle + root) / square, n, zero)
 
 
 def seeds_needed(differences: Sequence[float]) -> int | None:

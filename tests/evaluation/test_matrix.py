@@ -12,10 +12,11 @@ from scipy import stats
 
 from driftbench.cli import main
 from driftbench.evaluation.leaderboard.write import write_leaderboard
-from driftbench.evaluation.matrix.cells import NOT_RUN, RUN_COLUMNS, Grid, read_matrix
-from driftbench.evaluation.matrix.figures import cd_figure, png_writer
+from driftbench.evaluation.matrix.cells import NO_ROOM, NOT_RUN, RUN_COLUMNS, Grid, read_matrix
+from driftbench.evaluation.matrix.figures import HEATMAP_CAPTION, annotation, cd_figure, png_writer
 from driftbench.evaluation.matrix.ranking import MIN_BLOCKS, SEED_BLOCKS, TRACE_BLOCKS, rank_group, rankings
 from driftbench.evaluation.matrix.report import matrix_report
+from driftbench.evaluation.matrix.text import GLOSSARY, ranking_markdown, room_table, share_text
 from driftbench.record.archive_write import write_archive
 from driftbench.record.runs import INCOMPLETE
 
@@ -26,6 +27,16 @@ HAND_MADE = {  # static's final accuracies by method, seeds 0, 1, 2: the room 0.
     "static": [0.66, 0.72, 0.69],
     "oracle": [0.80, 0.90, 0.84],
 }
+NO_ROOM_LEFT = {  # static - fedavg 0.02, 0.025, 0.018 but oracle - fedavg -0.05, -0.06, -0.055: the oracle is below FedAvg
+    "fedavg": [0.60, 0.62, 0.61],
+    "static": [0.62, 0.645, 0.628],
+    "oracle": [0.55, 0.56, 0.555],
+}
+UNSURE_ROOM = {  # static - fedavg 0.05, 0.06, 0.055, clearly above 0; the room 0.02, -0.01, 0.03 not distinguishable from 0
+    "fedavg": [0.60, 0.62, 0.61],
+    "static": [0.65, 0.68, 0.665],
+    "oracle": [0.62, 0.61, 0.64],
+}
 
 
 def with_summary(folder, **changes):
@@ -34,15 +45,20 @@ def with_summary(folder, **changes):
     path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
 
 
+def set_by_hand(runs, out, accuracies):
+    """A copy of the runs folder ``runs`` in ``out`` with the static trace's final accuracies set (method: seeds 0, 1, 2)."""
+    shutil.copytree(runs, out)
+    for method, values in accuracies.items():
+        for seed, accuracy in enumerate(values):
+            with_summary(out / "static" / method / f"seed{seed}", final_accuracy=accuracy)
+    return out
+
+
 @pytest.fixture(scope="module")
 def hand_made(tiny_matrix, tmp_path_factory):
     """The tiny matrix's runs with static's final accuracies set by hand (HAND_MADE), archived."""
     root = tmp_path_factory.mktemp("hand")
-    shutil.copytree(tiny_matrix[0], root / "runs")
-    for method, accuracies in HAND_MADE.items():
-        for seed, accuracy in enumerate(accuracies):
-            with_summary(root / "runs" / "static" / method / f"seed{seed}", final_accuracy=accuracy)
-    write_archive(root / "runs", root / "archive")
+    write_archive(set_by_hand(tiny_matrix[0], root / "runs", HAND_MADE), root / "archive")
     return root / "archive"
 
 
@@ -58,6 +74,27 @@ def test_the_share_of_the_room_is_the_ratio_of_paired_means_with_fiellers_interv
     assert cells.loc[("static", "fedavg"), "room_share"] == 0 and cells.loc[("static", "oracle"), "room_share"] == 1
     assert cells.loc[("static", "static"), "final_accuracy_mean"] == pytest.approx(static.mean())
     assert (cells.loc[("static", "static"), "drift"], cells.loc[("rotation", "static"), "drift"]) == ("none", "feature")
+
+
+def test_where_the_oracle_does_not_beat_fedavg_there_is_no_room_and_no_share(tiny_matrix, tmp_path):
+    cells = read_matrix(set_by_hand(tiny_matrix[0], tmp_path / "runs", NO_ROOM_LEFT)).cells
+    static = cells.set_index(["trace", "method"]).loc[("static", "static")]
+    assert np.isnan(static["room_share"]) and static["room"] == pytest.approx(-0.055)  # not (0.021 / -0.055): -0.38
+    row = {**static, "method": "static"}
+    assert share_text(row) == NO_ROOM and share_text(row, short=True) == "no room"
+    assert "| static | no room | " in room_table(cells) and annotation(static, "static", static["room_share"])[0] == "no room"
+    assert "no room" in GLOSSARY["share of the room"] and "no room" in HEATMAP_CAPTION
+
+
+def test_an_unbounded_share_is_marked_as_fedavgs_like_only_where_the_t_test_does_not_reject_zero(tiny_matrix, tmp_path):
+    cells = read_matrix(set_by_hand(tiny_matrix[0], tmp_path / "runs", UNSURE_ROOM)).cells.set_index(["trace", "method"])
+    static = cells.loc[("static", "static")]
+    assert (static["room_share_low"], static["room_share_high"]) == (-np.inf, np.inf) and not static["room_share_contains_zero"]
+    row = {**static, "method": "static"}
+    assert share_text(row) == f"{static['room_share']:.2f} (unbounded)"  # static beats FedAvg at every seed: no ≈
+    assert annotation(static, "static", static["room_share"])[0] == f"{static['room_share']:.2f}"
+    unsure = {**row, "room_share_contains_zero": True}
+    assert share_text(unsure).startswith("≈ ") and annotation(pd.Series(unsure), "static", static["room_share"])[0][0] == "≈"
 
 
 def test_a_runs_folder_and_its_archive_give_the_same_cells(tiny_matrix):
@@ -115,6 +152,22 @@ def test_a_method_that_is_always_worst_is_separated_from_the_rest():
     assert set(table.loc["a", "tied_with"].split(", ")) == {"b", "c"}
 
 
+def test_a_ranking_friedmans_test_does_not_reject_has_no_diagram_and_says_why():
+    ranking = rank_group("label", runs_frame({m: v[:8] for m, v in ROTATING.items()}, TRACES))
+    assert ranking.result.posthoc == "nemenyi" and ranking.table["pvalue"].iloc[0] >= 0.05 and not ranking.diagram
+    text = ranking_markdown([ranking], lambda r: "cd.png" if r.diagram else None)
+    assert "cd.png" not in text and "No critical-difference diagram: Friedman's test finds no difference" in text
+
+
+def test_two_methods_are_compared_by_a_two_sided_wilcoxon_test():
+    better, worse = [0.8, 0.7, 0.9, 0.6, 0.75], [0.5] * 5  # better at every one of 5 traces: one-sided p 1/32, two-sided 1/16
+    ranking = rank_group("label", runs_frame({"a": better, "b": worse}, TRACES[:5]))
+    table = ranking.table.set_index("method")
+    assert list(table["pvalue"]) == pytest.approx([stats.wilcoxon(better, worse).pvalue] * 2) == [0.0625, 0.0625]
+    assert table.loc["a", "tied_with"] == "b" and table.loc["b", "tied_with"] == "a"
+    assert "Wilcoxon's signed-rank test (two-sided) p = 0.062." in ranking_markdown([ranking], lambda r: None)
+
+
 def test_a_ranking_of_three_methods_or_more_draws_its_critical_difference_diagram():
     ranking = rank_group("label", runs_frame({**{m: v[:8] for m, v in ROTATING.items()}, "worst": [0.1] * 8}, TRACES))
     buffer = io.BytesIO()
@@ -139,7 +192,30 @@ def test_a_block_some_method_lacks_is_left_out_and_named_and_the_oracle_not_rank
     oracle = runs_frame({"oracle": [1.0] * 8}, TRACES).assign(oracle=True)
     overall, label = rankings(pd.concat([runs, oracle]), ["label"])
     assert overall.group == "all" and "oracle" not in set(overall.table["method"])
-    assert set(label.table["blocks"]) == {7} and label.note == "left out, for lack of some method's run: t7"
+    assert set(label.table["blocks"]) == {7} and label.note == "left out, for lack of some method's run: t7 (seed 0)"
+
+
+def test_a_seed_some_method_lacks_is_left_out_of_its_trace_before_the_trace_is_averaged():
+    pairs = [(f"t{i}", seed) for i in range(6) for seed in (0, 1)]
+    accuracies = {  # t0 seed 1 puts a first; without it b is first there
+        "a": [0.5, 0.9] + [0.8, 0.8, 0.7, 0.7, 0.6, 0.6] * 2,
+        "b": [0.6, 0.6] + [0.7, 0.7, 0.6, 0.6, 0.8, 0.8] * 2,
+        "c": [0.55, 0.7] + [0.6, 0.6, 0.8, 0.8, 0.7, 0.7] * 2,
+    }
+    runs = runs_frame(accuracies, pairs)
+    t0_seed1 = (runs["trace"] == "t0") & (runs["seed"] == 1)
+    lacking = rank_group("label", runs[~(t0_seed1 & (runs["method"] == "c"))])
+    pd.testing.assert_frame_equal(lacking.table, rank_group("label", runs[~t0_seed1]).table)
+    assert set(lacking.table["block_unit"]) == {TRACE_BLOCKS} and set(lacking.table["blocks"]) == {6}
+    assert lacking.note == "left out, for lack of some method's run: t0 (seed 1)"
+
+
+def test_the_block_unit_is_decided_on_the_traces_every_method_ran():
+    pairs = [(f"t{i}", seed) for i in range(MIN_BLOCKS) for seed in (0, 1)]
+    runs = runs_frame({"a": [0.8] * len(pairs), "b": [0.5] * len(pairs)}, pairs)
+    ranking = rank_group("label", runs[~((runs["method"] == "b") & (runs["trace"] == "t4"))])  # 4 traces left: too few
+    assert set(ranking.table["block_unit"]) == {SEED_BLOCKS} and set(ranking.table["blocks"]) == {8}
+    assert ranking.note == "left out, for lack of some method's run: t4 (seeds 0, 1)"
 
 
 def test_the_report_writes_its_files_and_the_command_names_what_is_missing(tiny_matrix, tmp_path, capsys):
@@ -148,7 +224,7 @@ def test_the_report_writes_its_files_and_the_command_names_what_is_missing(tiny_
     assert all((tmp_path / "report" / p.name).read_bytes()[:4] == b"\x89PNG" for p in paths if p.suffix == ".png")
     page = (tmp_path / "report/matrix.md").read_text()
     assert "](matrix-heatmap.png)" in page and "| static (none) | rotation (feature) |" in page
-    assert "**every trace**: 6 (trace, seed) pairs; Wilcoxon's signed-rank test p = " in page
+    assert "**every trace**: 6 (trace, seed) pairs; Wilcoxon's signed-rank test (two-sided) p = " in page
     cells = pd.read_csv(tmp_path / "report/matrix.csv")
     assert len(cells) == 6 and set(cells["status"]) == {"ok"}
     suite = tmp_path / "suite.toml"

@@ -40,13 +40,15 @@ def test_the_ratio_interval_holds_the_ratios_the_paired_t_test_does_not_reject()
         assert stats.ttest_1samp(top - r * bottom, 0.0).pvalue == pytest.approx(0.05)
     inside, outside = paired_interval(top - interval.mean * bottom), paired_interval(top - (interval.high + 0.01) * bottom)
     assert inside.contains(0.0) and not outside.contains(0.0)
+    assert not interval.contains_zero and interval.low > 0
 
 
 def test_a_fixed_denominator_gives_the_differences_interval_scaled():
     top = [0.1, 0.12, 0.08, 0.11]
     ratio, scaled = paired_ratio_interval(top, [0.2] * 4), paired_interval(np.array(top) / 0.2)
     assert (ratio.mean, ratio.low, ratio.high) == pytest.approx((scaled.mean, scaled.low, scaled.high))
-    assert paired_ratio_interval([0.0] * 3, [0.3, 0.2, 0.25]) == paired_interval([0.0] * 3)  # the reference: exactly 0
+    reference = paired_ratio_interval([0.0] * 3, [0.3, 0.2, 0.25])  # the reference: exactly 0
+    assert (reference.mean, reference.low, reference.high, reference.contains_zero) == (0.0, 0.0, 0.0, True)
 
 
 def test_a_denominator_not_distinguishable_from_zero_leaves_the_ratio_unbounded():
@@ -55,3 +57,13 @@ def test_a_denominator_not_distinguishable_from_zero_leaves_the_ratio_unbounded(
     one = paired_ratio_interval([0.1], [0.2])
     assert one.mean == pytest.approx(0.5) and (one.low, one.high) == (-math.inf, math.inf)
     assert paired_ratio_interval([], []) is None and paired_ratio_interval([0.1, 0.2], [0.0, 0.0]) is None
+
+
+def test_an_unbounded_set_holds_zero_only_where_the_numerators_t_test_does_not_reject_it():
+    top, bottom = [0.05, 0.06, 0.055, 0.052, 0.058], [0.02, -0.03, 0.04, -0.02, 0.01]  # top far from 0, bottom not
+    rays = paired_ratio_interval(top, bottom)
+    assert (rays.low, rays.high) == (-math.inf, math.inf) and rays.mean == pytest.approx(13.75)
+    assert stats.ttest_1samp(top, 0.0).pvalue < 0.05 and not rays.contains_zero  # r = 0 is outside Fieller's set
+    unsure = paired_ratio_interval([0.01, -0.02, 0.015, 0.005, -0.01], bottom)
+    assert stats.ttest_1samp([0.01, -0.02, 0.015, 0.005, -0.01], 0.0).pvalue > 0.05 and unsure.contains_zero
+    assert paired_ratio_interval([0.1], [0.2]).contains_zero  # one pair: nothing is excluded

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from driftbench.evaluation.leaderboard.gather import RunRow, hash_text, run_rows, run_settings, seed_hashes
-from driftbench.evaluation.paired import Interval, paired_interval
+from driftbench.evaluation.paired import Interval, Ratio, paired_interval
 from driftbench.evaluation.plots import Plot, method_runs, trace_plots
 from driftbench.evaluation.scorecard_view import DriftBoard, drift_board
 from driftbench.methods.events import EVENT_KINDS
@@ -118,7 +118,7 @@ def method_row(method: str, records: list[RunRecord], runs: list[RunRow]) -> dic
     }
 
 
-def interval_fields(name: str, interval: Interval | None) -> dict[str, float | int | None]:
+def interval_fields(name: str, interval: Interval | Ratio | None) -> dict[str, float | int | None]:
     """``name``, ``name_low``, ``name_high`` and ``name_seeds``: an interval as leaderboard.csv columns (null if none)."""
     if interval is None:
         return {name: None, f"{name}_low": None, f"{name}_high": None, f"{name}_seeds": 0}

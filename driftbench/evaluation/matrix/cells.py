@@ -3,12 +3,14 @@
 A cell's numbers are the leaderboard's (``leaderboard.aggregate.method_row``: final accuracy,
 post-drift accuracy, recovery, time to FedAvg's target, overhead) plus the share of the
 oracle's room: (method - fedavg) / (oracle - fedavg) in final accuracy, the ratio of the mean
-differences over the seeds where all three ran, with Fieller's 95% interval for a ratio of
-paired means (``paired.paired_ratio_interval``). The pairs are runs of one trace hash and seed
-(a seed whose runs differ in hash is refused, as the leaderboard refuses it). Fieller's rather
-than a t-interval of per-seed ratios: a seed where the oracle barely beats FedAvg would make its
-ratio, and so the mean, swing; where the room itself is not distinguishable from 0 the interval
-is unbounded, which says so. 0 is FedAvg, 1 the oracle; below 0, worse than FedAvg.
+differences over the seeds where all three ran, with Fieller's 95% set for a ratio of paired
+means (``paired.paired_ratio_interval``). The pairs are runs of one trace hash and seed (a seed
+whose runs differ in hash is refused, as the leaderboard refuses it). Fieller's rather than a
+t-interval of per-seed ratios: a seed where the oracle barely beats FedAvg would make its ratio,
+and so the mean, swing; where the room itself is not distinguishable from 0 the set is
+unbounded, which says so. 0 is FedAvg, 1 the oracle; below 0, worse than FedAvg. Where the
+room's mean (oracle - fedavg) is not above 0 there is no share (``NO_ROOM``): dividing by it
+would turn a method above FedAvg into one below.
 
 The matrix expects a grid (traces x methods at seeds, e.g. a suite's); a cell of the grid without
 a complete run says why: not run yet, or its runs' state (incomplete: crashed or still running;
@@ -36,6 +38,9 @@ ORACLE = "oracle"  # the method whose final accuracy is the top of the room (dri
 UNCLASSIFIED = "unclassified"  # the kind of a trace the catalog does not know (a trace file, a plug-in's)
 NOT_RUN = "not run yet"
 ROOM = "room_share"
+ROOM_MEAN = "room"  # the room itself: the mean of oracle - fedavg over the seeds of the share
+CONTAINS_ZERO = f"{ROOM}_contains_zero"  # whether the share's set holds 0: the method not distinguishable from FedAvg
+NO_ROOM = "no room: the oracle does not beat FedAvg"
 COUNTS = (  # columns that count seeds or events: whole numbers, empty where a cell has no run
     "seeds",
     "recovered_events",
@@ -107,7 +112,8 @@ def read_matrix(root: Path, grid: Grid | None = None) -> Matrix:
         runs += [run_values(run) for run in rows]
     table = pd.DataFrame(cells)
     counts = [c for c in table.columns if c in COUNTS or c.endswith("_seeds")]
-    return Matrix(table.astype(dict.fromkeys(counts, "Int64")), pd.DataFrame(runs, columns=list(RUN_COLUMNS)))
+    types = dict.fromkeys(counts, "Int64") | {CONTAINS_ZERO: "boolean"}
+    return Matrix(table.astype(types), pd.DataFrame(runs, columns=list(RUN_COLUMNS)))
 
 
 RUN_COLUMNS = ("trace", "drift", "method", "seed", "oracle", "final_accuracy", "commit")
@@ -156,7 +162,9 @@ def cell(
     row |= {column: numbers.get(column) for column in CELL_COLUMNS}
     row["oracle"] = bool(numbers.get("oracle")) or method == ORACLE
     row["seeds"] = numbers.get("seeds", 0)
-    row |= interval_fields(ROOM, paired_ratio_interval(*room_pairs(runs, trace_runs)))
+    over, room = room_pairs(runs, trace_runs)
+    share = paired_ratio_interval(over, room) if room and np.mean(room) > 0 else None
+    row |= interval_fields(ROOM, share) | {CONTAINS_ZERO: None if share is None else share.contains_zero, ROOM_MEAN: mean(room)}
     row["tta_seconds"] = mean(
         run.time_to_accuracy.sim_seconds for run in runs if run.time_to_accuracy is not None and run.time_to_accuracy.reached
     )
@@ -201,5 +209,10 @@ def room_frame(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def covers_room(cells: pd.DataFrame) -> bool:
-    """Whether some trace's cells hold a share of the room (FedAvg and the oracle both ran there)."""
-    return bool(np.isfinite(cells[ROOM].astype(float)).any())
+    """Whether some trace's cells have a room, a share or none (FedAvg and the oracle both ran there)."""
+    return bool(np.isfinite(cells[ROOM_MEAN].astype(float)).any())
+
+
+def no_room(room: float | None) -> bool:
+    """Whether a cell's room (``ROOM_MEAN``) is there but not above 0: the oracle does not beat FedAvg, so no share."""
+    return room is not None and not pd.isna(room) and room <= 0

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import numpy as np
 import pandas as pd
 
-from driftbench.evaluation.matrix.cells import ORACLE, ROOM, room_frame
+from driftbench.evaluation.matrix.cells import CONTAINS_ZERO, ORACLE, ROOM_MEAN, no_room, room_frame
 from driftbench.evaluation.matrix.ranking import Ranking, autorank_module
 from driftbench.evaluation.plots import quiet_matplotlib
 from driftbench.record.summarize import REFERENCE
@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 HEATMAP_CAPTION = (
     "Share of the oracle's room, (method - fedavg) / (oracle - fedavg) in final accuracy over the seeds where all three "
-    "ran: 0 is FedAvg, 1 the oracle; red below FedAvg, blue above (colours clipped to [-1, 1]); ≈: its 95% interval "
-    "contains 0; grey: no share (not run: no run yet; n/a: no FedAvg and oracle runs beside it, or no room)."
+    "ran: 0 is FedAvg, 1 the oracle; red below FedAvg, blue above (colours clipped to [-1, 1]); ≈: its 95% set "
+    "contains 0 (not distinguishable from FedAvg); grey: no share (not run: no run yet; no room: the oracle does not "
+    "beat FedAvg on that trace; n/a: no FedAvg and oracle runs beside it)."
 )
 CD_CAPTION = (
     "Critical-difference diagram: mean ranks in final accuracy (1 is best); methods joined by a bar are not separated "
@@ -95,18 +96,18 @@ def colour_map() -> Colormap:
 def annotation(cell: pd.Series, method: str, value: float) -> tuple[str, bool]:
     """A heatmap cell's text and whether it sits on a dark colour; FedAvg's 0 and the oracle's 1 are exact."""
     if not np.isfinite(value):
-        return ("not run" if cell["status"] == "not run" else "n/a"), False
-    low, high = cell[f"{ROOM}_low"], cell[f"{ROOM}_high"]
-    unsure = "≈" if method not in (REFERENCE, ORACLE) and low <= 0.0 <= high else ""
+        return ("not run" if cell["status"] == "not run" else "no room" if no_room(cell[ROOM_MEAN]) else "n/a"), False
+    unsure = "≈" if method not in (REFERENCE, ORACLE) and cell[CONTAINS_ZERO] else ""
     return f"{unsure}{value:.2f}", abs(value) > 0.6
 
 
 def cd_figure(ranking: Ranking) -> Figure:
-    """The group's critical-difference diagram, drawn by autorank into a figure of its own."""
+    """The group's critical-difference diagram (``Ranking.diagram``: Friedman's test found a difference), drawn by autorank
+    into a figure of its own."""
     from matplotlib.figure import Figure
 
     methods = len(ranking.table)
     fig = Figure(figsize=(7.0, 1.2 + 0.16 * methods), dpi=100)
     ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
-    autorank_module().plot_stats(ranking.result, allow_insignificant=True, ax=ax)
+    autorank_module().plot_stats(ranking.result, ax=ax)
     return fig

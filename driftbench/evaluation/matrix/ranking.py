@@ -1,15 +1,17 @@
 """The matrix's ranking: per kind of drift and overall, the methods' mean ranks in final accuracy, Friedman's test and
 Nemenyi's critical difference (``autorank``), and which methods the evidence does not separate.
 
-A block is a trace (the method's final accuracy averaged over its seeds) where a group has at least
-``MIN_BLOCKS`` traces, as Demšar's procedure ranks classifiers over data sets; a kind of drift with
-fewer traces ranks over (trace, seed) blocks instead, each seed of a named trace drawing its own
-data, so that its test speaks for these traces' draws rather than for other traces of the kind. The
-oracle is an upper bound, not ranked. A block enters only where every ranked method has a value
-(blocks a method lacks are left out, and named). Methods are tied where the Friedman test finds no
-difference, or, where it does, where their mean ranks differ by less than the critical difference
-(with two methods, where Wilcoxon's signed-rank test finds none). A group with fewer than two
-methods or ``MIN_BLOCKS`` blocks gets no test and says why.
+A (trace, seed) pair enters only where every ranked method has a run of it (the pairs some method
+lacks are left out, and named), so that the methods are compared on the same data draws. A block
+is then a trace (each method's final accuracy averaged over the trace's seeds kept) where a group
+keeps at least ``MIN_BLOCKS`` traces, as Demšar's procedure ranks classifiers over data sets; a
+kind of drift with fewer ranks over the (trace, seed) pairs instead, each seed of a named trace
+drawing its own data, so that its test speaks for these traces' draws rather than for other traces
+of the kind. The oracle is an upper bound, not ranked. Methods are tied where the Friedman test
+finds no difference, or, where it does, where their mean ranks differ by less than the critical
+difference (with two methods, where Wilcoxon's two-sided signed-rank test finds none). The
+critical-difference diagram is drawn only where Friedman's test finds a difference. A group with
+fewer than two methods or ``MIN_BLOCKS`` blocks gets no test and says why.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import wilcoxon
 
 from driftbench.errors import ConfigError
+from driftbench.evaluation.matrix.cells import seed_text
 
 ALPHA = 0.05
 MIN_BLOCKS = 5  # autorank refuses fewer samples
@@ -43,8 +47,9 @@ class Ranking:
 
     @property
     def diagram(self) -> bool:
-        """Whether autorank draws a critical-difference diagram of this ranking (Nemenyi's test: three methods or more)."""
-        return self.result is not None and self.result.posthoc == "nemenyi"
+        """Whether the ranking has a critical-difference diagram: Nemenyi's test (three methods or more) after Friedman's
+        test found a difference."""
+        return self.result is not None and self.result.posthoc == "nemenyi" and bool(self.result.pvalue < ALPHA)
 
 
 def rankings(runs: pd.DataFrame, kinds: list[str]) -> list[Ranking]:
@@ -54,27 +59,31 @@ def rankings(runs: pd.DataFrame, kinds: list[str]) -> list[Ranking]:
 
 
 def rank_group(group: str, runs: pd.DataFrame) -> Ranking:
-    """Rank the methods of ``runs`` over traces, or over (trace, seed) pairs where there are too few traces."""
-    if runs["trace"].nunique() >= MIN_BLOCKS:
-        unit, blocks = TRACE_BLOCKS, runs.pivot_table(index="trace", columns="method", values="final_accuracy", aggfunc="mean")
+    """Rank the methods of ``runs`` over traces, or over (trace, seed) pairs where too few traces have every method's run."""
+    pairs = runs.pivot_table(index=["trace", "seed"], columns="method", values="final_accuracy")
+    complete = pairs.dropna()
+    note = left_out(pairs.index.difference(complete.index))
+    if complete.index.get_level_values("trace").nunique() >= MIN_BLOCKS:
+        unit, blocks = TRACE_BLOCKS, complete.groupby(level="trace").mean()
     else:
-        unit, blocks = SEED_BLOCKS, runs.pivot_table(index=["trace", "seed"], columns="method", values="final_accuracy")
-    complete = blocks.dropna()
-    left_out = [block_name(b) for b in blocks.index.difference(complete.index)]
-    note = f"left out, for lack of some method's run: {', '.join(left_out)}" if left_out else ""
-    if complete.shape[1] < 2 or len(complete) < MIN_BLOCKS:
+        unit, blocks = SEED_BLOCKS, complete
+    if blocks.shape[1] < 2 or len(blocks) < MIN_BLOCKS:
         why = (
-            f"no test: {complete.shape[1]} method(s) on {len(complete)} complete {unit} block(s); Friedman's test "
+            f"no test: {blocks.shape[1]} method(s) on {len(blocks)} complete {unit} block(s); Friedman's test "
             f"(autorank) needs at least 2 methods and {MIN_BLOCKS} blocks"
         )
         return Ranking(group, pd.DataFrame(columns=list(RANK_COLUMNS)), "; ".join(filter(None, [why, note])))
-    result = autorank_quietly(complete)
-    return Ranking(group, rank_table(group, result, len(complete), unit), note, result)
+    result = autorank_quietly(blocks)
+    return Ranking(group, rank_table(group, result, len(blocks), unit), note, result)
 
 
-def block_name(block: Any) -> str:
-    """A block's name: its trace, or ``trace seed k``."""
-    return f"{block[0]} seed {block[1]}" if isinstance(block, tuple) else str(block)
+def left_out(pairs: pd.Index) -> str:
+    """What was left out for lack of some method's run: the (trace, seed) ``pairs``, by trace; "" without any."""
+    seeds: dict[str, list[int]] = {}
+    for trace, seed in pairs:
+        seeds.setdefault(str(trace), []).append(int(seed))
+    named = ", ".join(f"{trace} ({seed_text(kept)})" for trace, kept in seeds.items())
+    return f"left out, for lack of some method's run: {named}" if named else ""
 
 
 def autorank_module() -> Any:
@@ -87,14 +96,18 @@ def autorank_module() -> Any:
 
 
 def autorank_quietly(blocks: pd.DataFrame) -> Any:
-    """autorank's nonparametric ranking (higher accuracy ranks first), without the lines and warnings it prints."""
+    """autorank's nonparametric ranking (higher accuracy ranks first), without the lines and warnings it prints; with two
+    methods its p is Wilcoxon's two-sided (autorank's own is one-sided, in the direction the medians pick)."""
     autorank = autorank_module().autorank
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return autorank(blocks, alpha=ALPHA, force_mode="nonparametric", order="descending")
+            result = autorank(blocks, alpha=ALPHA, force_mode="nonparametric", order="descending")
         except ValueError as exc:
             raise ConfigError(f"the matrix's ranking: autorank refused {blocks.shape} blocks x methods ({exc})") from None
+        if result.omnibus != "wilcoxon":
+            return result
+        return result._replace(pvalue=float(wilcoxon(blocks.iloc[:, 0], blocks.iloc[:, 1]).pvalue))
 
 
 def rank_table(group: str, result: Any, blocks: int, unit: str) -> pd.DataFrame:

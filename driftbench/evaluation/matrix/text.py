@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from driftbench.evaluation.leaderboard.write import interval_text, markdown_table, reached_text, readable, seconds
-from driftbench.evaluation.matrix.cells import ORACLE, ROOM, Matrix, room_frame
+from driftbench.evaluation.matrix.cells import CONTAINS_ZERO, NO_ROOM, ORACLE, ROOM, ROOM_MEAN, Matrix, no_room, room_frame
 from driftbench.evaluation.matrix.ranking import ALPHA, MIN_BLOCKS, OVERALL, SEED_BLOCKS, Ranking
 from driftbench.evaluation.paired import CONFIDENCE
 from driftbench.record.summarize import REFERENCE
@@ -20,8 +20,10 @@ from driftbench.traces.catalog import DRIFT_KINDS
 GLOSSARY = {
     "share of the room": f"(method - {REFERENCE}) / ({ORACLE} - {REFERENCE}) in final accuracy: the ratio of the mean "
     f"differences over the seeds where all three ran (one trace hash each), [{CONFIDENCE:.0%} Fieller interval, paired by "
-    f"seed]; 0 is {REFERENCE}, 1 the {ORACLE}; ≈ marks an interval that contains 0; unbounded: the room itself is not "
-    f"distinguishable from 0 at these seeds",
+    f"seed]; 0 is {REFERENCE}, 1 the {ORACLE}; ≈ marks a share whose set contains 0 (the paired t-test of method - "
+    f"{REFERENCE} does not reject 0: not distinguishable from {REFERENCE}), bounded or not; unbounded: the room itself is "
+    f"not distinguishable from 0 at these seeds; no room: the {ORACLE} does not beat {REFERENCE} (the mean of {ORACLE} - "
+    f"{REFERENCE} over these seeds is not above 0), so there is no share",
     "final accuracy": "mean client accuracy over the last tenth of the evaluations; mean ± std over seeds",
     "post-drift": "mean accuracy over every evaluation at or after the first drift event, mean over seeds (- without events)",
     "recovery": "drift events recovered / events with a drop, summed over seeds, and the mean rounds to recover them",
@@ -32,11 +34,12 @@ GLOSSARY = {
     "overhead": "MB per run clients exchange beyond training, and the server's clustering seconds (simulated clock)",
     "note": "why a cell lacks runs: not run yet; incomplete (config.json but no summary.json: crashed or still running); "
     "diverged (counted with the accuracy it reached)",
-    "mean rank": "the method's rank in final accuracy (1 best) averaged over the blocks: traces, or (trace, seed) pairs "
-    f"where a kind of drift has fewer than {MIN_BLOCKS} traces",
+    "mean rank": "the method's rank in final accuracy (1 best) averaged over the blocks: traces (each method's mean over "
+    f"the trace's seeds every method ran), or (trace, seed) pairs where fewer than {MIN_BLOCKS} traces have every "
+    "method's run",
     "not separated from": f"methods the evidence does not separate from this one: all of them when Friedman's test finds "
     f"no difference (p >= {ALPHA}); else those whose mean ranks differ by less than Nemenyi's critical difference (two "
-    "methods: Wilcoxon's signed-rank test)",
+    f"methods: where Wilcoxon's two-sided signed-rank test finds no difference, p >= {ALPHA})",
 }
 
 
@@ -72,14 +75,17 @@ def trace_kinds(cells: pd.DataFrame) -> dict[str, str]:
 
 
 def share_text(row: dict[str, Any], short: bool = False) -> str:
-    """A cell's share of the room: "0.85 [0.70, 1.02]", "≈ " first where the interval contains 0; only the value if ``short``."""
+    """A cell's share of the room: "0.85 [0.70, 1.02]", "≈ " first where its set contains 0; only the value if ``short``;
+    ``NO_ROOM`` ("no room" if ``short``) where the oracle does not beat FedAvg."""
     value = row[ROOM]
     if value is None or not np.isfinite(value):
-        return "not run" if row["status"] == "not run" else "-"
+        if row["status"] == "not run":
+            return "not run"
+        return ("no room" if short else NO_ROOM) if no_room(row[ROOM_MEAN]) else "-"
     if row["method"] in (REFERENCE, ORACLE):
         return f"{value:.0f}"
     low, high = row[f"{ROOM}_low"], row[f"{ROOM}_high"]
-    mark = "≈ " if low <= 0.0 <= high else ""
+    mark = "≈ " if row[CONTAINS_ZERO] else ""
     if short:
         return f"{mark}{value:.2f}"
     if math.isinf(low):
@@ -141,8 +147,9 @@ def ranking_markdown(found: list[Ranking], image: Callable[[Ranking], str | None
         first = ranking.table.iloc[0]
         unit = "(trace, seed) pairs" if first["block_unit"] == SEED_BLOCKS else "traces"
         cd = "" if missing(first["critical_difference"]) else f", critical difference {first['critical_difference']:.2f}"
-        test = "Friedman's" if first["test"] == "friedman" else "Wilcoxon's signed-rank"
-        parts += [f"**{title}**: {first['blocks']} {unit}; {test} test p = {pvalue(first['pvalue'])}{cd}.", ""]
+        friedman = first["test"] == "friedman"
+        test = "Friedman's test" if friedman else "Wilcoxon's signed-rank test (two-sided)"
+        parts += [f"**{title}**: {first['blocks']} {unit}; {test} p = {pvalue(first['pvalue'])}{cd}.", ""]
         rows = [
             {"mean rank": f"{r['mean_rank']:.2f}", "method": r["method"], "not separated from": r["tied_with"] or "-"}
             for r in ranking.table.to_dict("records")
@@ -150,6 +157,8 @@ def ranking_markdown(found: list[Ranking], image: Callable[[Ranking], str | None
         parts += [markdown_table(rows), ""]
         path = image(ranking)
         parts += [f"![{title}: critical-difference diagram]({path})", ""] if path else []
+        if friedman and not ranking.diagram:
+            parts += [f"No critical-difference diagram: Friedman's test finds no difference (p >= {ALPHA}), so all tie.", ""]
         parts += [f"{ranking.note[0].upper()}{ranking.note[1:]}.", ""] if ranking.note else []
     return "\n".join(parts).rstrip() + "\n"
 
