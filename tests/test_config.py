@@ -22,7 +22,7 @@ def test_unknown_and_ill_typed_toml_keys_are_named(tmp_path, monkeypatch):
     (tmp_path / "extra.toml").write_text('generator = "static"\ncolour = "red"\n[source]\nname = "digits"\n')
     (tmp_path / "typed.toml").write_text('generator = "static"\n[params]\nclients = "ten"\n[source]\nname = "digits"\n')
     monkeypatch.setattr(trace_catalog, "CATALOG_DIR", tmp_path)
-    with pytest.raises(ConfigError, match=r"extra.toml: unknown key 'colour'; allowed: description, generator"):
+    with pytest.raises(ConfigError, match=r"extra.toml: unknown key 'colour'; allowed: description, drift, generator"):
         trace_catalog.load_spec("extra")
     with pytest.raises(ConfigError, match=r"typed.toml \[params\]: clients: expected int, got 'ten'"):
         trace_catalog.load_spec("typed")
