@@ -7,7 +7,7 @@ Against: every (segment, client) window scored in full, as the row was computed 
 import numpy as np
 import torch
 
-from tests.scheduler.scorecard_rows import row_paths
+from driftbench.bench.scorecard_rows import row_paths
 
 
 def test_scorecard_row_on_distinct_samples_vs_every_window(speed_ratio):

@@ -3,11 +3,11 @@
 import numpy as np
 import torch
 
+from driftbench.bench.scorecard_rows import row_paths
 from driftbench.engine.device_data import DevicePool
 from driftbench.engine.evaluate import per_client_mean, per_sample
 from driftbench.engine.models import build_model
 from driftbench.traces.catalog import resolve
-from tests.scheduler.scorecard_rows import row_paths
 
 
 def test_distinct_samples_give_every_segment_and_clients_window_mean_exactly():

@@ -1,4 +1,7 @@
-"""A scorecard row over a trace both ways: every (segment, client) test window in full, and the passes' distinct samples."""
+"""A scorecard row over a trace both ways: every (segment, client) test window in full, and the passes' distinct samples
+(the reference and the fast path, which the tests hold equal and the benchmarks time against each other)."""
+
+from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
