@@ -33,7 +33,7 @@ def row_paths(trace_name: str, sets: dict[str, str], dtype: torch.dtype) -> RowP
     model = build_model("mlp", resolved.pool.input_shape, stream.num_classes, seed=0, dtype=dtype)
     data = DevicePool(resolved.pool, torch.device("cpu"), dtype)
     bank = {n: torch.stack([p.detach(), -p.detach(), p.detach() * 2]) for n, p in model.named_parameters()}
-    assignment: np.ndarray = np.random.default_rng(0).integers(0, 3, passes.columns.shape[1])
+    assignment = np.random.default_rng(0).integers(0, 3, size=(int(passes.columns.shape[1]),))
     pairs, d = passes.columns.reshape(-1), passes.distinct
     windows = [stream.test_indices(int(s)) for s in pairs]
     maps, rotations = stream.label_maps[stream.seg_map[pairs]], stream.seg_rotation[pairs]
