@@ -8,14 +8,18 @@ gradient angles (Eq. 3) and the weighted class-wise principal angles (Eq. 4-6) w
 per-client weights (Eq. 7-8) and picks a clustering from a threshold grid (Eq. 9-10).
 
 Drift (A.9): every ``shift_every`` rounds every client reports its label histogram; a client
-whose histogram moved by W1 > ``shift_fraction`` / C (Eq. 41) repeats the warm-up from the
-initial model like a newcomer (A.8) while its old cluster still serves it, then re-uploads,
-learns its own fusion weight and is placed by one hierarchical pass at the chosen alpha: into
-the cluster most of its non-shifted HC-mates are in, or into a new cluster when it has none.
+whose histogram moved by W1 > ``shift_fraction`` / C (Eq. 41) repeats the warm-up like a newcomer
+(A.8), but from its cluster's model (A.6: re-clustering runs "without resetting the models"), while
+that cluster still serves it; it then re-uploads its update since that start, learns its own fusion
+weight and is placed by one hierarchical pass at the chosen alpha: into the cluster most of its
+non-shifted HC-mates are in, or into a new cluster, the mean of its founders' warm-up models, when
+it has none. Clusters left empty stay in the bank, untrained and serving no one.
 Under label-permutation concept drift the trigger fires only where the permutation moves a
 client's uneven label counts (on label-swap: on the clients that switched, at the events).
 
 Choices where the paper is open (one line each; tests/methods/conformance/test_feddag.py checks Eq. 5-10):
+- a re-warm-up starts from the client's cluster model and a founded cluster keeps its founders' classifier
+  (A.9: "without resetting the models"); Eq. 22's initial classifier is for the first clustering only;
 - Eq. 8's weights are optimised directly (L-BFGS-B in [0, 1], seeded uniform start), not as an MLP's output;
 - Eq. 7 as printed: a pair uses its lower-index client's weight, so the last client's weight enters no pair;
 - Eq. 9's L1 is averaged over the Z clusters (summed, it grows with Z at equal tightness);
@@ -142,6 +146,7 @@ class FedDAGSingle(Method):
         self.coordinates = np.sort(rng.choice(flat_size, max(1, round(self.params.sparsity * flat_size)), replace=False))
         self.clusters: NamedTensors = {}
         self.local = replicate(self.initial, ctx.num_clients)
+        self.starts = self.local
         self.warming = np.arange(ctx.num_clients)
         self.warm_done = np.zeros(ctx.num_clients, dtype=np.int64)
         self.assignment = np.arange(ctx.num_clients)
@@ -204,7 +209,7 @@ class FedDAGSingle(Method):
         """Collect the finished clients' uploads, refresh the proximity matrix and cluster (all clients) or place them
         (``reassign``; ``found``: whether a client with no settled HC-mate founds a cluster)."""
         rows = np.flatnonzero(np.isin(self.warming, done))
-        flat = torch.cat([(self.local[n][rows] - self.initial[n]).reshape(len(rows), -1) for n in self.initial], dim=1)
+        flat = torch.cat([(self.local[n][rows] - self.starts[n][rows]).reshape(len(rows), -1) for n in self.initial], dim=1)
         work.charge(flat.numel())
         self.sparse_updates[done] = flat[:, torch.as_tensor(self.coordinates)].double().cpu().numpy()
         p, num_classes = self.params.principal_vectors, self.ctx.num_classes
@@ -232,12 +237,13 @@ class FedDAGSingle(Method):
             )
             self.events.measure("feddag_alpha", self.alpha)
             self.events.measure("feddag_fusion_weight_mean", float(self.weights.mean()))
-            self.clusters = self.cluster_models(local, labels, counts.sum(axis=1))
+            self.clusters = self.cluster_models(local, labels, counts.sum(axis=1), first=True)
             self.assignment = labels
             self.events.clustering(labels)
         keep = ~np.isin(self.warming, done)
         self.warming, self.warm_done = self.warming[keep], self.warm_done[keep]
-        self.local = {n: p[torch.as_tensor(np.flatnonzero(keep), device=p.device)] for n, p in self.local.items()}
+        rows_kept = np.flatnonzero(keep)
+        self.local, self.starts = (bank_rows(bank, rows_kept) for bank in (self.local, self.starts))
         self.clusters_changed()
 
     def reassign(
@@ -263,12 +269,13 @@ class FedDAGSingle(Method):
         if fresh:
             members = np.flatnonzero(new)
             groups = first_seen_labels(self.assignment[done[members]])
-            grown = self.cluster_models({n: p[members] for n, p in local.items()}, groups, sizes[members])
+            grown = self.cluster_models({n: p[members] for n, p in local.items()}, groups, sizes[members], first=False)
             self.clusters = {n: torch.cat([p, grown[n]]) for n, p in self.clusters.items()}
         self.events.regrouping("migrate", self.assignment, done, before, np.array(list(fresh.values()), dtype=np.int64))
 
-    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray) -> NamedTensors:
-        """Each cluster's model: the sample-weighted mean of its members' warm-up models (training continues from them)."""
+    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray, first: bool) -> NamedTensors:
+        """Each cluster's model: the sample-weighted mean of its members' warm-up models (training continues from them;
+        ``first``: the initial clustering, else clusters founded by re-placed clients)."""
         models = {n: p[:1].repeat(int(labels.max()) + 1, *([1] * (p.dim() - 1))) for n, p in local.items()}
         return cluster_average(models, local, labels, np.maximum(sizes, 1))
 
@@ -281,6 +288,7 @@ class FedDAGSingle(Method):
         start = replicate(self.initial, len(newcomers))
         masks = self.masks(0, len(newcomers), 0)
         self.local = clients.local_models(newcomers, start, self.params.warmup_rounds, rng, masks)
+        self.starts = start
         self.warming, self.warm_done = newcomers, np.full(len(newcomers), self.params.warmup_rounds)
         self.place(newcomers, clients, found=False)
         return bank_rows(self.clusters, self.assignment[newcomers])
@@ -302,7 +310,7 @@ class FedDAGSingle(Method):
         self.assignment = np.concatenate([self.assignment, np.zeros(count, dtype=np.int64)])
 
     def check_shifts(self, clients: ClientQueries) -> None:
-        """Eq. 41 on settled clients' label histograms; shifted clients restart a warm-up from the initial model."""
+        """Eq. 41 on settled clients' label histograms; shifted clients start a warm-up from their cluster's model."""
         settled = np.setdiff1d(np.arange(self.ctx.num_clients), self.warming)
         histograms = clients.label_histograms(settled)
         distances = label_shift(histograms, self.reference[settled])
@@ -313,7 +321,8 @@ class FedDAGSingle(Method):
         if len(moved):
             self.warming = np.concatenate([self.warming, moved])
             self.warm_done = np.concatenate([self.warm_done, np.zeros(len(moved), dtype=np.int64)])
-            self.local = concat(self.local, replicate(self.initial, len(moved)))
+            start = bank_rows(self.clusters, self.assignment[moved])
+            self.local, self.starts = concat(self.local, start), concat(self.starts, start)
 
 
 class FedDAG(FedDAGSingle):
@@ -404,9 +413,12 @@ class FedDAG(FedDAGSingle):
             size += float((before[n] * second[n]).pow(2).sum())
         self.events.measure("feddag_secondary_relative_change", (changed / size) ** 0.5 if size else 0.0)
 
-    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray) -> NamedTensors:
-        """Eq. 22: primary encoder from the members' warm-up encoders; secondary encoder and classifier from the initial model."""
-        models = super().cluster_models(local, labels, sizes)
+    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray, first: bool) -> NamedTensors:
+        """Eq. 22: primary encoder from the members' warm-up encoders; at the first clustering the secondary encoder and
+        classifier come from the initial model (a founded cluster keeps its founders' means of them)."""
+        models = super().cluster_models(local, labels, sizes, first)
+        if not first:
+            return models
         classifier = self.classifier_mask
         return {n: p * (1 - classifier[n]) + self.initial[n] * classifier[n] for n, p in models.items()}
 

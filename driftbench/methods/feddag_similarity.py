@@ -228,10 +228,11 @@ def label_shift(current: np.ndarray, previous: np.ndarray) -> np.ndarray:
 
 
 def shifted(distances: np.ndarray, num_classes: int, fraction: float) -> np.ndarray:
-    """Eq. 41: clients whose W1 exceeds fraction / C.
+    """Eq. 41 as printed: clients whose W1 exceeds fraction / C.
 
-    Histograms are normalised, i.e. Eq. 41's n_i is the client's window size: the rule flags
-    a client when roughly ``fraction`` of its data changed class.
+    Histograms are normalised, i.e. Eq. 41's n_i is the client's window size. At unit class spacing
+    the rule flags a client when a share ``fraction`` / C of its data moves one class: C times more
+    sensitive than A.9's gloss ("roughly 20% of local data has changed"); the printed rule is kept.
     """
     flags: np.ndarray = np.nan_to_num(distances, nan=-np.inf) > fraction / num_classes
     return flags

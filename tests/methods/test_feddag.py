@@ -27,8 +27,10 @@ from driftbench.methods.feddag_similarity import (
     shifted,
     split_subspaces,
 )
+from driftbench.methods.rounds import RunContext
 from driftbench.record.schema import read_events, read_rounds
-from tests.methods.fakes import context, events
+from driftbench.train_config import TrainConfig
+from tests.methods.fakes import context, events, queries
 
 
 def subspaces(data_by_class, num_classes=3, p=2):
@@ -168,6 +170,42 @@ def test_a_newcomer_with_no_settled_mate_joins_the_existing_cluster_nearest_on_a
     distance[5, :5] = [0.9, 0.1, 0.8, 0.3, 0.3]
     method.reassign(done, np.arange(6), {"w": torch.ones(1, 2, dtype=torch.float64)}, np.ones(1), distance)
     assert method.assignment[5] == 1 and method.num_clusters == 2
+
+
+class Histograms:
+    """A client side that reports fixed label counts."""
+
+    def __init__(self, counts):
+        self.counts = np.asarray(counts, dtype=float)
+
+    def label_histograms(self, clients):
+        return self.counts[clients]
+
+
+def test_a_shifted_client_warms_up_again_from_its_cluster_model_not_the_initial_one():
+    """A.6: re-clustering runs "without resetting the models"; fails if the re-warm-up restarts from the initial model."""
+    method = load_method("feddag-single").create()
+    method.setup(context(4, participants=2))
+    method.clusters = {"w": torch.tensor([[1.0, 1.0], [2.0, 2.0]], dtype=torch.float64)}
+    method.assignment = np.array([0, 0, 1, 1])
+    method.warming, method.warm_done = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    method.local = method.starts = {"w": torch.zeros(0, 2, dtype=torch.float64)}
+    method.reference = np.array([[5, 5, 0]] * 4, dtype=float)
+    method.check_shifts(queries(Histograms([[5, 5, 0], [5, 5, 0], [5, 5, 0], [0, 5, 5]])))
+    assert method.warming.tolist() == [3]
+    assert method.local["w"].tolist() == [[2.0, 2.0]] and method.starts["w"].tolist() == [[2.0, 2.0]]
+
+
+def test_a_cluster_founded_after_a_shift_keeps_its_founders_classifier_the_first_clustering_resets_it():
+    model = build_model("lenet5", (1, 8, 8), 4, seed=0, dtype=torch.float64)
+    params = {n: p.detach() for n, p in model.named_parameters()}
+    method = load_method("feddag").create()
+    method.setup(RunContext(2, 4, params, TrainConfig(participants=2), seed=0, classifier="5"))
+    trained = {n: torch.stack([p + 1, p + 3]) for n, p in method.initial.items()}
+    first, founded = (method.cluster_models(trained, np.zeros(2, dtype=np.int64), np.ones(2), first=f) for f in (True, False))
+    assert torch.equal(first["5.weight"][0], method.initial["5.weight"])
+    assert torch.allclose(founded["5.weight"][0], method.initial["5.weight"] + 2)
+    assert torch.allclose(first["0.0.weight"][0], method.initial["0.0.weight"] + 2)
 
 
 TINY = [
