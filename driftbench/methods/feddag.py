@@ -18,8 +18,7 @@ Under label-permutation concept drift the trigger fires only where the permutati
 client's uneven label counts (on label-swap: on the clients that switched, at the events).
 
 Choices where the paper is open (one line each; tests/methods/conformance/test_feddag.py checks Eq. 5-10):
-- a re-warm-up starts from the client's cluster model and a founded cluster keeps its founders' classifier
-  (A.9: "without resetting the models"); Eq. 22's initial classifier is for the first clustering only;
+- A.6's "without resetting the models": a re-warm-up starts from the cluster model, a founded cluster keeps all it learnt;
 - Eq. 8's weights are optimised directly (L-BFGS-B in [0, 1], seeded uniform start), not as an MLP's output;
 - Eq. 7 as printed: a pair uses its lower-index client's weight, so the last client's weight enters no pair;
 - Eq. 9's L1 is averaged over the Z clusters (summed, it grows with Z at equal tightness);
@@ -237,7 +236,7 @@ class FedDAGSingle(Method):
             )
             self.events.measure("feddag_alpha", self.alpha)
             self.events.measure("feddag_fusion_weight_mean", float(self.weights.mean()))
-            self.clusters = self.cluster_models(local, labels, counts.sum(axis=1), first=True)
+            self.clusters = self.cluster_models(local, labels, counts.sum(axis=1))
             self.assignment = labels
             self.events.clustering(labels)
         keep = ~np.isin(self.warming, done)
@@ -269,15 +268,13 @@ class FedDAGSingle(Method):
         if fresh:
             members = np.flatnonzero(new)
             groups = first_seen_labels(self.assignment[done[members]])
-            grown = self.cluster_models({n: p[members] for n, p in local.items()}, groups, sizes[members], first=False)
+            grown = member_means({n: p[members] for n, p in local.items()}, groups, sizes[members])
             self.clusters = {n: torch.cat([p, grown[n]]) for n, p in self.clusters.items()}
         self.events.regrouping("migrate", self.assignment, done, before, np.array(list(fresh.values()), dtype=np.int64))
 
-    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray, first: bool) -> NamedTensors:
-        """Each cluster's model: the sample-weighted mean of its members' warm-up models (training continues from them;
-        ``first``: the initial clustering, else clusters founded by re-placed clients)."""
-        models = {n: p[:1].repeat(int(labels.max()) + 1, *([1] * (p.dim() - 1))) for n, p in local.items()}
-        return cluster_average(models, local, labels, np.maximum(sizes, 1))
+    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray) -> NamedTensors:
+        """Each cluster's model at the first clustering: its members' mean warm-up model (training continues from them)."""
+        return member_means(local, labels, sizes)
 
     def clusters_changed(self) -> None:
         """Hook after clusters change (the dual encoder rebuilds its CC-graph)."""
@@ -413,12 +410,9 @@ class FedDAG(FedDAGSingle):
             size += float((before[n] * second[n]).pow(2).sum())
         self.events.measure("feddag_secondary_relative_change", (changed / size) ** 0.5 if size else 0.0)
 
-    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray, first: bool) -> NamedTensors:
-        """Eq. 22: primary encoder from the members' warm-up encoders; at the first clustering the secondary encoder and
-        classifier come from the initial model (a founded cluster keeps its founders' means of them)."""
-        models = super().cluster_models(local, labels, sizes, first)
-        if not first:
-            return models
+    def cluster_models(self, local: NamedTensors, labels: np.ndarray, sizes: np.ndarray) -> NamedTensors:
+        """Eq. 22: primary encoder from the members' warm-up encoders; secondary encoder and classifier from the initial model."""
+        models = super().cluster_models(local, labels, sizes)
         classifier = self.classifier_mask
         return {n: p * (1 - classifier[n]) + self.initial[n] * classifier[n] for n, p in models.items()}
 
@@ -431,6 +425,12 @@ class FedDAG(FedDAGSingle):
         scores = complementarity(self.counts, self.angles, self.assignment, present)
         edges = top_sources(scores, self.params.top_k)
         self.sources[np.ix_(present, present)] = edges
+
+
+def member_means(local: NamedTensors, labels: np.ndarray, sizes: np.ndarray) -> NamedTensors:
+    """Per cluster label: the sample-weighted mean of its members' models (every parameter)."""
+    models = {n: p[:1].repeat(int(labels.max()) + 1, *([1] * (p.dim() - 1))) for n, p in local.items()}
+    return cluster_average(models, local, labels, np.maximum(sizes, 1))
 
 
 def concat(*banks: NamedTensors) -> NamedTensors:

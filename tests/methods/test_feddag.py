@@ -202,10 +202,14 @@ def test_a_cluster_founded_after_a_shift_keeps_its_founders_classifier_the_first
     method = load_method("feddag").create()
     method.setup(RunContext(2, 4, params, TrainConfig(participants=2), seed=0, classifier="5"))
     trained = {n: torch.stack([p + 1, p + 3]) for n, p in method.initial.items()}
-    first, founded = (method.cluster_models(trained, np.zeros(2, dtype=np.int64), np.ones(2), first=f) for f in (True, False))
+    first = method.cluster_models(trained, np.zeros(2, dtype=np.int64), np.ones(2))
     assert torch.equal(first["5.weight"][0], method.initial["5.weight"])
-    assert torch.allclose(founded["5.weight"][0], method.initial["5.weight"] + 2)
     assert torch.allclose(first["0.0.weight"][0], method.initial["0.0.weight"] + 2)
+    method.clusters, method.assignment = first, np.array([0, 0])
+    method.warming = done = np.array([1])  # client 1 re-warmed after a shift and has no settled HC-mate
+    method.reassign(done, np.array([0, 1]), {n: p[1:] for n, p in trained.items()}, np.ones(1), None)
+    assert method.num_clusters == 2 and method.assignment.tolist() == [0, 1]
+    assert torch.allclose(method.clusters["5.weight"][1], method.initial["5.weight"] + 3)
 
 
 TINY = [
