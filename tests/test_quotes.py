@@ -78,6 +78,7 @@ def runs(tmp_path):
         ([0.6, -1.2, 0.1], "min", 1, "-1.2"),
         ([0.6, -1.2, 0.1], "max", 1, "0.6"),
         ([-0.0004, 0.0001], "mean", 2, "0.00"),  # no negative zero
+        ([0.7431, 0.918, 0.8615], "mean-sd", 3, "0.841 +/- 0.089"),  # the sample std, as the report's rows
     ],
 )
 def test_the_forms_write_the_values_as_documented(values, form, digits, expected):
@@ -163,7 +164,7 @@ def test_a_quote_whose_runs_are_missing_is_a_mismatch(tmp_path, runs):
         (('claim = "c"', 'claim = "d"'), "quotes[0]: claim 'd': unknown claim; the file's claims: c"),
         (('method = "cflgt"', 'method = "flhc"'), "quotes[0]: claim 'c': method 'flhc': unknown method; allowed: cflgt, ifca"),
         (('metric = "final_accuracy"', 'metric = "accuracy"'), "quotes[0]: metric 'accuracy': allowed: final_accuracy,"),
-        (('form = "each"', 'form = "list"'), "quotes[0]: form 'list': allowed: each, range, mean, min, max"),
+        (('form = "each"', 'form = "list"'), "quotes[0]: form 'list': allowed: each, range, mean-sd, mean, min, max"),
         (('claim = "c"', 'claim = "c", trace = "static"'), "quotes[0]: a quote names the claim whose setting"),
         (('form = "each"', 'form = "each", colour = 1'), "quotes[0]: unknown key 'colour'"),
     ],
@@ -180,6 +181,7 @@ def test_a_bad_quote_is_refused_at_load_naming_the_file_diagnosis_and_field(tmp_
         ("0.743, 0.918, 0.862 at seeds 0-2", QUOTES[0], "0.743, 0.918, 0.862, 0, 2"),  # a label number beside the value
         ("ARI 1.00 at every seed", QUOTES[1], "1.00"),  # 2 decimals where digits = 1
         ("0.918-0.743", QUOTES[0].replace('form = "each"', 'form = "range"'), "0.918, 0.743"),  # a range descending
+        ("0.841 at seeds", QUOTES[0].replace('form = "each"', 'form = "mean-sd"'), "0.841"),  # a mean without its std
     ],
 )
 def test_a_text_whose_numbers_its_form_cannot_write_is_refused_at_load(tmp_path, text, quote, numbers):

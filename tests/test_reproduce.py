@@ -301,6 +301,16 @@ def test_duplicate_ids_unknown_papers_and_the_bundled_claims(tmp_path):
     assert len(set(folders)) == len(folders)  # a method with a claim's overrides gets a run folder of its own
 
 
+def test_the_documented_small_example_is_three_claims_of_fedcm_on_a_shrunken_trace():
+    example = load_claims(Path(__file__).resolve().parents[1] / "examples" / "claims-small")  # docs/reproduce.md's
+    own = {c.id: c for c in load_claims(papers=["fedcm"]) if not c.literal}
+    assert [c.id for c in example if not c.literal] == ["table3-migration", "table3-ifca", "table1-fedavg"]
+    for claim in (c for c in example if not c.literal):
+        original = own[claim.id]
+        assert (claim.methods, claim.metric, claim.direction) == (original.methods, original.metric, original.direction)
+        assert dict(claim.sets)["rounds"] == "24" and dict(claim.sets)["clients"] == "20"
+
+
 def test_a_claim_file_refuses_one_claim_counted_twice_naming_both(tmp_path):
     table = f'[[claims]]\n{CLAIM}methods = ["a", "b"]\nmetric = "final_accuracy"\ndirection = "{{}}"\n'
     path = claim_file(tmp_path, table.format("a > b").replace('id = "x"', 'id = "y"') + table.format("b < a"))

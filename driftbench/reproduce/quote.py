@@ -11,8 +11,9 @@ import numpy as np
 from driftbench.reproduce.claim import UNITS
 from driftbench.reproduce.metrics import metric_names
 
-# each: the per-seed values joined by ", "; range: "min-max" (one value where they agree); mean; min; max
-FORMS = ("each", "range", "mean", "min", "max")
+# each: the per-seed values joined by ", "; range: "min-max" (one value where they agree); mean-sd: "mean +/- std" (the
+# sample std, as the report's rows write it); mean; min; max
+FORMS = ("each", "range", "mean-sd", "mean", "min", "max")
 SUMMARY_FIELDS = ("ari_final", "partition_changes", "rounds", "sim_seconds", "wall_seconds")  # summary.json, beside METRICS
 NEEDS_ANOTHER_RUN = ("tta_speedup", "delta_permille_stable")  # claim metrics read against a target or twin run
 MAX_DIGITS = 6
@@ -67,6 +68,8 @@ def written(values: Sequence[float], form: str, digits: int) -> str:
         low, high = number(min(values)), number(max(values))
         return low if low == high else f"{low}-{high}"
     array = np.asarray(values, dtype=float)
+    if form == "mean-sd":
+        return f"{number(float(array.mean()))} +/- {number(float(array.std(ddof=1)))}"
     statistic = array.mean() if form == "mean" else array.min() if form == "min" else array.max()
     return number(float(statistic))
 
@@ -84,10 +87,11 @@ def gives(text: str, value: str) -> bool:
 
 def producible(text: str, form: str, digits: int, seeds: int) -> bool:
     """Whether ``written`` could give ``text``'s numbers for ``seeds`` seeds in ``form``: one a seed (each), the minimum
-    below the maximum or their one value (range), or one (mean, min, max), each with ``digits`` decimals."""
+    below the maximum or their one value (range), a mean and a std of two seeds or more (mean-sd), or one (mean, min,
+    max), each with ``digits`` decimals."""
     found = numbers(text)
-    counts = (seeds,) if form == "each" else (1, 2) if form == "range" and seeds > 1 else (1,)
-    if len(found) not in counts:
+    counts = (seeds,) if form == "each" else (1, 2) if form == "range" and seeds > 1 else (2,) if form == "mean-sd" else (1,)
+    if len(found) not in counts or (form == "mean-sd" and (seeds < 2 or found[1].startswith("-"))):
         return False
     return numbers(written([float(n) for n in found], "range" if form == "range" else "each", digits)) == found
 
