@@ -1,7 +1,8 @@
 """Each paper's claims judged on its archive in ``results/``, as ``reproduce --recorded`` judges them, or what makes one.
 
 A paper's archive is ``results/reproduce-<paper>`` (the claim file's name); an archive of part of a report
-(``results/reproduce-<paper>-part1``) is never read, since Holm's correction runs over the paper's whole family.
+(``results/reproduce-<paper>-part1``) is never judged, since Holm's correction runs over the paper's whole family: the
+page names it and the commands that complete the report.
 """
 
 from __future__ import annotations
@@ -67,10 +68,20 @@ class Archived:
 
 @dataclass(frozen=True)
 class Missing:
-    """A paper whose runs are not archived in the repository yet: the claim file's name and the paper's title."""
+    """A paper whose runs are not archived in the repository yet: the claim file's name, the paper's title and the
+    archives of parts of its report (``results/reproduce-<paper>-part<N>``, with their runs), never judged."""
 
     paper: str
     title: str
+    parts: tuple[tuple[str, int], ...] = ()
+
+
+def report_parts(root: Path, paper: str) -> tuple[tuple[str, int], ...]:
+    """The archives of parts of a paper's report below ``root``, in their numbers' order, each with its runs."""
+    found = [p for p in (root / RESULTS).glob(f"reproduce-{paper}-part*") if p.name[len(f"reproduce-{paper}-part") :].isdigit()]
+    found = [p for p in found if is_archive(p)]
+    found.sort(key=lambda p: int(p.name.rsplit("part", 1)[1]))
+    return tuple((f"{RESULTS}/{p.name}", int(open_archive(p).manifest["runs"])) for p in found)
 
 
 def archive_size(folder: Path) -> int:
@@ -92,7 +103,7 @@ def judged_papers(root: Path) -> list[Archived | Missing]:
     for paper, path in claim_files(root / CLAIMS).items():
         archive = root / archive_path(paper)
         if not is_archive(archive):
-            papers.append(Missing(paper, read_claim_file(path)[0].title))
+            papers.append(Missing(paper, read_claim_file(path)[0].title, report_parts(root, paper)))
             continue
         claims = load_claims(root / CLAIMS, [paper])
         refuse_stale_quotes(paper, claims, archive)

@@ -61,8 +61,21 @@ def counts_table(archived: Sequence[Archived]) -> list[str]:
 
 
 def not_yet(missing: Sequence[Missing]) -> list[str]:
-    """One line per paper not archived yet: its runs are not in the repository, and the commands that make them."""
-    return [f"- **{m.title}**: its runs are not in the repository yet; `{make_command(m.paper)}` makes them." for m in missing]
+    """One line per paper not archived yet: its runs are not in the repository, or only parts of them (never judged,
+    Holm's family being the whole report's), and the commands that make or complete them."""
+    return [not_yet_line(m) for m in missing]
+
+
+def not_yet_line(paper: Missing) -> str:
+    """A paper not archived yet: the commands that make its runs, after unpacking the parts archived already."""
+    if not paper.parts:
+        return f"- **{paper.title}**: its runs are not in the repository yet; `{make_command(paper.paper)}` makes them."
+    parts = ", ".join(f"`{path}` ({runs} runs)" for path, runs in paper.parts)
+    unpack = " && ".join(f"driftbench unpack {path} --out runs-{paper.paper}" for path, _ in paper.parts)
+    return (
+        f"- **{paper.title}**: part of its runs are in the repository, {parts}, not judged until its report is complete; "
+        f"`{unpack} && {make_command(paper.paper)}` completes them."
+    )
 
 
 def commits_text(paper: Archived) -> str:

@@ -8,8 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from driftbench.cli import main
+from driftbench.pages.archived import Missing
 from driftbench.pages.catalog import PAGES
-from driftbench.pages.claims_markdown import CLAIM_COLUMNS
+from driftbench.pages.claims_markdown import CLAIM_COLUMNS, not_yet_line
 from driftbench.pages.render import Block, DataFile, Picture, read_block, write_rendered
 from driftbench.reproduce.report import markdown_cell, read_report
 
@@ -108,12 +109,24 @@ def test_the_forest_plot_is_drawn_from_its_data_file(root, rendered):
     assert "](images/reproduce-tiny.png)" in block(rendered, "reproduce-forest")
 
 
-def test_a_paper_without_its_archive_shows_the_commands_that_make_it(rendered):
-    command = (
-        "`driftbench reproduce other --seeds 0,1,2,3,4 --second-stage 5,6,7,8,9 --jobs 2 --device cpu --out runs-other "
-        "&& driftbench archive runs-other --out results/reproduce-other`"
+COMMAND = (
+    "`driftbench reproduce other --seeds 0,1,2,3,4 --second-stage 5,6,7,8,9 --jobs 2 --device cpu --out runs-other "
+    "&& driftbench archive runs-other --out results/reproduce-other`"
+)
+
+
+def test_a_paper_without_its_archive_shows_the_commands_that_make_it():
+    line = not_yet_line(Missing("other", "Other paper"))
+    assert line == f"- **Other paper**: its runs are not in the repository yet; {COMMAND} makes them."
+
+
+def test_a_paper_archived_in_parts_shows_them_and_the_commands_that_complete_it(rendered):
+    command = COMMAND
+    unpack = "driftbench unpack results/reproduce-other-part1 --out runs-other && "
+    line = (
+        "- **Other paper**: part of its runs are in the repository, `results/reproduce-other-part1` (10 runs), not judged "
+        f"until its report is complete; `{unpack}{command[1:]} completes them."
     )
-    line = f"- **Other paper**: its runs are not in the repository yet; {command} makes them."
     assert line in block(rendered, "reproduce-headline").splitlines()
     assert "Not archived yet: Other paper." in block(rendered, "claims-headline")  # the README names it, the docs say how
     assert "Other paper" not in block(rendered, "reproduce-claims")  # results/reproduce-other-part1 is not read
