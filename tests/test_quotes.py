@@ -11,7 +11,7 @@ from driftbench.record.archive import is_archive
 from driftbench.record.archive_write import write_archive
 from driftbench.record.files import run_dir, write_json
 from driftbench.record.schema import RoundRow, write_events, write_rounds, write_summary
-from driftbench.reproduce.claim_file import load_claims, read_claim_file
+from driftbench.reproduce.claim_file import claim_files, load_claims, read_claim_file
 from driftbench.reproduce.planning import Setting
 from driftbench.reproduce.quote import gives, holds, numbers, written
 from driftbench.reproduce.quotes import quote_mismatches
@@ -208,7 +208,8 @@ def test_a_claims_own_diagnosis_may_quote_too_and_is_named_by_its_claim(tmp_path
 
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"  # the reports' archives, results/reproduce-<paper>
-ARCHIVES = sorted(path for path in RESULTS.glob("reproduce-*") if is_archive(path))  # not the 83fbd63 report's CSV
+PAPERS = claim_files(Path(__file__).resolve().parents[1] / "claims")
+ARCHIVES = [RESULTS / f"reproduce-{p}" for p in PAPERS if is_archive(RESULTS / f"reproduce-{p}")]  # no part of a report
 
 
 def test_the_bundled_archives_are_found():
