@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from driftbench.errors import ConfigError
+from driftbench.pages.archived import archive_path
 from driftbench.record.archive import is_archive
 from driftbench.record.archive_write import write_archive
 from driftbench.record.files import run_dir, write_json
@@ -207,16 +208,14 @@ def test_a_claims_own_diagnosis_may_quote_too_and_is_named_by_its_claim(tmp_path
         read_claim_file(path)
 
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"  # the reports' archives, results/reproduce-<paper>
-PAPERS = claim_files(Path(__file__).resolve().parents[1] / "claims")
-ARCHIVES = [RESULTS / f"reproduce-{p}" for p in PAPERS if is_archive(RESULTS / f"reproduce-{p}")]  # no part of a report
+ROOT = Path(__file__).resolve().parents[1]
+ARCHIVED = [p for p in claim_files(ROOT / "claims") if is_archive(ROOT / archive_path(p))]  # complete reports only
 
 
 def test_the_bundled_archives_are_found():
-    assert RESULTS / "reproduce-cflgt" in ARCHIVES
+    assert "cflgt" in ARCHIVED
 
 
-@pytest.mark.parametrize("archive", ARCHIVES, ids=lambda path: path.name)
-def test_the_bundled_diagnoses_quote_what_their_reports_archive_holds(archive):
-    paper = archive.name.removeprefix("reproduce-")
-    assert quote_mismatches(paper, load_claims(papers=[paper]), archive) == []
+@pytest.mark.parametrize("paper", ARCHIVED)
+def test_the_bundled_diagnoses_quote_what_their_reports_archive_holds(paper):
+    assert quote_mismatches(paper, load_claims(papers=[paper]), ROOT / archive_path(paper)) == []

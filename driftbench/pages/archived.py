@@ -7,6 +7,8 @@ page names it and the commands that complete the report.
 
 from __future__ import annotations
 
+import glob
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,10 +80,12 @@ class Missing:
 
 def report_parts(root: Path, paper: str) -> tuple[tuple[str, int], ...]:
     """The archives of parts of a paper's report below ``root``, in their numbers' order, each with its runs."""
-    found = [p for p in (root / RESULTS).glob(f"reproduce-{paper}-part*") if p.name[len(f"reproduce-{paper}-part") :].isdigit()]
-    found = [p for p in found if is_archive(p)]
-    found.sort(key=lambda p: int(p.name.rsplit("part", 1)[1]))
-    return tuple((f"{RESULTS}/{p.name}", int(open_archive(p).manifest["runs"])) for p in found)
+    numbered: dict[int, Path] = {}
+    for path in (root / RESULTS).glob(f"reproduce-{glob.escape(paper)}-part*"):
+        match = re.fullmatch(rf"reproduce-{re.escape(paper)}-part(\d+)", path.name)
+        if match and is_archive(path):
+            numbered[int(match[1])] = path
+    return tuple((f"{RESULTS}/{numbered[n].name}", int(open_archive(numbered[n]).manifest["runs"])) for n in sorted(numbered))
 
 
 def archive_size(folder: Path) -> int:

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from driftbench.cli import main
-from driftbench.pages.archived import Missing
+from driftbench.pages.archived import Missing, report_parts
 from driftbench.pages.catalog import PAGES
 from driftbench.pages.claims_markdown import CLAIM_COLUMNS, not_yet_line
 from driftbench.pages.render import Block, DataFile, Picture, read_block, write_rendered
@@ -160,3 +160,11 @@ def test_check_names_the_block_whose_row_was_edited_by_hand(root, rendered, caps
         assert "docs/reproduce.md, block 'reproduce-claims': line 3 is '| A paper | oracle-edited |" in out
     finally:
         page.write_text(text)
+
+
+def test_a_papers_parts_are_listed_in_their_numbers_order_and_only_its_own(root, tmp_path):
+    results = tmp_path / "results"
+    for name in ("reproduce-other-part10", "reproduce-other-part2", "reproduce-other-partx", "reproduce-other-x-part1"):
+        shutil.copytree(root / "results/reproduce-other-part1", results / name)
+    (results / "reproduce-other-part3").mkdir()  # no archive in it
+    assert report_parts(tmp_path, "other") == (("results/reproduce-other-part2", 10), ("results/reproduce-other-part10", 10))
