@@ -41,7 +41,7 @@ DECISIONS = {
     SIGN_EXCLUDED: Decision("the 95% t-interval of mean(e) lies below 0", NOT_REPRODUCED),
     ABOVE: Decision("the 95% interval of our effect lies wholly above the band (the magnitude decided off)", DIRECTION_ONLY),
     BELOW: Decision("it lies wholly below the band (the paper's effect is excluded)", NOT_REPRODUCED),
-    OPEN: Decision("none of these (always with one seed)", INCONCLUSIVE),
+    OPEN: Decision("none of these: the seeds leave it open (as one seed always does)", INCONCLUSIVE),
 }
 TABLE = "; ".join(f"({i}) {d.meets}: {d.verdict}" for i, d in enumerate(DECISIONS.values(), 1))
 # the rule, written once: reports, the leaderboard page and docs/reproduce.md quote it
