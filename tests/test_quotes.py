@@ -63,7 +63,9 @@ def runs(tmp_path):
             )
             summary = replace(BASE, method=method, seed=seed, final_accuracy=accuracy, ari_final=1.0, run_dir=str(folder))
             write_summary(folder / "summary.json", summary)
-            write_rounds(folder / "rounds.csv", [RoundRow(0, 1.0, 0.0, accuracy, accuracy, accuracy, 0, 1.0, 5, 0, 0, 0, 0)])
+            dip = accuracy - 0.1  # round 2's evaluation: a dip between rounds 0 and 4
+            rows = [RoundRow(r, 1.0, 0.0, a, a, a, 0, 1.0, 5, 0, 0, 0, 0) for r, a in ((0, accuracy), (2, dip), (4, accuracy))]
+            write_rounds(folder / "rounds.csv", rows)
             write_events(folder / "events.csv", method, [])
     return root
 
@@ -130,6 +132,45 @@ def test_the_quotes_that_match_the_runs_pass_from_the_folder_and_its_archive(tmp
     assert quote_mismatches("paper", read, archive) == []
     with pytest.raises(ConfigError, match="unknown paper 'other': none of the claims given is its"):
         quote_mismatches("other", read, archive)
+
+
+ROUND_QUOTES = [
+    'text = "dips to 0.643, 0.818 and 0.762 at", claim = "c", method = "cflgt", metric = "accuracy_mean", '
+    'at_rounds = [1, 3], form = "each"',
+    'text = "between 0.643-0.918", claim = "c", method = "cflgt", metric = "accuracy_mean", at_rounds = [0, 4], form = "range"',
+]
+ROUND_EVIDENCE = EVIDENCE + " It dips to 0.643, 0.818 and 0.762 at round 2, between 0.643-0.918 over the run."
+
+
+def test_a_quote_at_rounds_reads_each_seeds_evaluations_there_from_the_folder_and_its_archive(tmp_path, runs):
+    read = claims(tmp_path, ROUND_EVIDENCE, ROUND_QUOTES)
+    archive = write_archive(runs, tmp_path / "archive").path
+    assert quote_mismatches("paper", read, runs) == [] and quote_mismatches("paper", read, archive) == []
+    edited = claims(tmp_path, ROUND_EVIDENCE.replace("0.762", "0.761"), [ROUND_QUOTES[0].replace("0.762", "0.761")])
+    assert quote_mismatches("paper", edited, archive) == [
+        "paper: diagnosis merges: 'dips to 0.643, 0.818 and 0.761 at' (accuracy_mean at rounds 1-3 of cflgt, each at "
+        "seeds 0, 1, 2 in claim c's runs): the runs give 0.643, 0.818, 0.762"
+    ]
+    late = claims(tmp_path, ROUND_EVIDENCE, [ROUND_QUOTES[0].replace("[1, 3]", "[5, 9]")])
+    (line,) = quote_mismatches("paper", late, archive)
+    assert line.endswith("run static+rounds=4/static/cflgt/seed0 has no accuracy_mean at rounds 5-9")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("[1, 3]", "[3, 1]"),
+            "quotes[0]: at_rounds: expected the first and last round of the evaluations quoted, e.g. [3, 7], got [3, 1]",
+        ),
+        (('method = "cflgt"', 'method = "cflgt", versus = "ifca"'), "quotes[0]: versus: a quote at_rounds reads one method's"),
+        (('"accuracy_mean"', '"final_accuracy"'), "quotes[0]: metric 'final_accuracy': allowed with at_rounds (rounds.csv): "),
+    ],
+)
+def test_a_bad_quote_at_rounds_is_refused_at_load(tmp_path, change, message):
+    with pytest.raises(ConfigError) as error:
+        claims(tmp_path, ROUND_EVIDENCE, [ROUND_QUOTES[0].replace(*change)])
+    assert str(error.value).startswith(f"{tmp_path / 'claims' / 'paper.toml'}: diagnoses.merges: diagnosis: {message}")
 
 
 def test_an_edited_number_is_a_mismatch_naming_the_diagnosis_and_what_the_runs_give(tmp_path, runs):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from driftbench.record.schema import ROUND_COLUMNS
 from driftbench.reproduce.claim import UNITS
 from driftbench.reproduce.metrics import metric_names
 
@@ -16,12 +17,14 @@ from driftbench.reproduce.metrics import metric_names
 FORMS = ("each", "range", "mean-sd", "mean", "min", "max")
 SUMMARY_FIELDS = ("ari_final", "partition_changes", "rounds", "sim_seconds", "wall_seconds")  # summary.json, beside METRICS
 NEEDS_ANOTHER_RUN = ("tta_speedup", "delta_permille_stable")  # claim metrics read against a target or twin run
+ROUND_METRICS = tuple(c for c in ROUND_COLUMNS if c not in ("round", "drift_event"))  # rounds.csv's, with ``at_rounds``
 MAX_DIGITS = 6
 NUMBER = re.compile(r"(?:(?<![\w.)\]])-)?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 def quote_metrics() -> list[str]:
-    """Every metric a quote may read: the claim metrics that read one run, then summary fields no claim compares."""
+    """Every metric a quote of whole runs may read: the claim metrics that read one run, then summary fields no claim
+    compares."""
     return [*(m for m in metric_names() if m not in NEEDS_ANOTHER_RUN), *SUMMARY_FIELDS]
 
 
@@ -41,6 +44,7 @@ class Quote:
     method_sets: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # with ``trace``: method -> its overrides
     versus: str | None = None  # the per-seed value is the method's less this method's
     unit: str | None = None  # UNITS: the values scaled to it (points: x 100); None: the metric's own
+    at_rounds: tuple[int, int] | None = None  # ROUND_METRICS: each seed's evaluations in these rounds, both included
 
     @property
     def scale(self) -> float:
@@ -52,7 +56,9 @@ class Quote:
         less = f" less {self.versus}" if self.versus else ""
         unit = f" in {self.unit}" if self.unit else ""
         runs = f"claim {self.claim}'s runs" if self.claim else f"{self.trace} with {dict(self.sets) or 'its defaults'}"
-        return f"{self.metric} of {self.method}{less}{unit}, {self.form} at seeds {', '.join(map(str, self.seeds))} in {runs}"
+        rounds = f" at rounds {self.at_rounds[0]}-{self.at_rounds[1]}" if self.at_rounds else ""
+        seeds = ", ".join(map(str, self.seeds))
+        return f"{self.metric}{rounds} of {self.method}{less}{unit}, {self.form} at seeds {seeds} in {runs}"
 
 
 def written(values: Sequence[float], form: str, digits: int) -> str:
@@ -85,13 +91,21 @@ def gives(text: str, value: str) -> bool:
     return numbers(text) == numbers(value)
 
 
-def producible(text: str, form: str, digits: int, seeds: int) -> bool:
-    """Whether ``written`` could give ``text``'s numbers for ``seeds`` seeds in ``form``: one a seed (each), the minimum
-    below the maximum or their one value (range), a mean and a std of two seeds or more (mean-sd), or one (mean, min,
-    max), each with ``digits`` decimals."""
+def producible(text: str, form: str, digits: int, values: int | None) -> bool:
+    """Whether ``written`` could give ``text``'s numbers for ``values`` values (one a seed; None: any number, as of the
+    evaluations in a span of rounds) in ``form``: one a value (each), the minimum below the maximum or their one value
+    (range), a mean and a std of two values or more (mean-sd), or one (mean, min, max), each with ``digits`` decimals."""
     found = numbers(text)
-    counts = (seeds,) if form == "each" else (1, 2) if form == "range" and seeds > 1 else (2,) if form == "mean-sd" else (1,)
-    if len(found) not in counts or (form == "mean-sd" and (seeds < 2 or found[1].startswith("-"))):
+    many = values is None or values > 1
+    if form == "each":
+        fits = bool(found) if values is None else len(found) == values
+    elif form == "range":
+        fits = len(found) in ((1, 2) if many else (1,))
+    elif form == "mean-sd":
+        fits = many and len(found) == 2 and not found[1].startswith("-")
+    else:
+        fits = len(found) == 1
+    if not fits:
         return False
     return numbers(written([float(n) for n in found], "range" if form == "range" else "each", digits)) == found
 

@@ -11,7 +11,7 @@ from driftbench.config import check_keys, check_types, flat_sets, require
 from driftbench.methods import catalog as method_catalog
 from driftbench.methods.aggregators import PREFIX as FLOWER
 from driftbench.reproduce.claim import UNITS, Claim, Diagnosis
-from driftbench.reproduce.quote import FORMS, MAX_DIGITS, Quote, holds, numbers, producible, quote_metrics
+from driftbench.reproduce.quote import FORMS, MAX_DIGITS, ROUND_METRICS, Quote, holds, numbers, producible, quote_metrics
 
 QUOTE_KEYS = {
     "text": str,
@@ -24,6 +24,7 @@ QUOTE_KEYS = {
     "metric": str,
     "unit": str,
     "seeds": list,
+    "at_rounds": list,
     "form": str,
     "digits": object,
 }
@@ -58,7 +59,12 @@ def parse_quote(table: dict[str, Any], evidence: str, where: str) -> Quote:
         f"{where}: set, method_set: a quote of claim {table.get('claim')!r} runs in that claim's setting",
     )
     metric, form, unit, digits = table["metric"], table["form"], table.get("unit"), table["digits"]
-    require(metric in quote_metrics(), f"{where}: metric {metric!r}: allowed: {', '.join(quote_metrics())}")
+    at_rounds = parse_rounds(table, where)
+    allowed = ROUND_METRICS if at_rounds else quote_metrics()
+    require(
+        metric in allowed,
+        f"{where}: metric {metric!r}: allowed{' with at_rounds (rounds.csv)' if at_rounds else ''}: {', '.join(allowed)}",
+    )
     require(form in FORMS, f"{where}: form {form!r}: allowed: {', '.join(FORMS)}")
     require(unit is None or unit in UNITS, f"{where}: unit {unit!r}: allowed: {', '.join(UNITS)}")
     require(
@@ -71,9 +77,10 @@ def parse_quote(table: dict[str, Any], evidence: str, where: str) -> Quote:
         f"{where}: seeds: expected distinct seeds of the report's runs, e.g. [0, 1, 2, 3, 4], got {seeds!r}",
     )
     require(
-        producible(text, form, digits, len(seeds)),
+        producible(text, form, digits, None if at_rounds else len(seeds)),
         f"{where}: text {text!r}: its numbers {', '.join(numbers(text))} are not what form {form!r} writes for "
-        f"{len(seeds)} seeds with {digits} decimals; a text holds the quoted numbers and words, no other number",
+        f"{'the evaluations of ' if at_rounds else ''}{len(seeds)} seeds with {digits} decimals; a text holds the quoted "
+        "numbers and words, no other number",
     )
     method_sets = table.get("method_set", {})
     require(
@@ -93,10 +100,24 @@ def parse_quote(table: dict[str, Any], evidence: str, where: str) -> Quote:
         method_sets=tuple((m, tuple(sorted(flat_sets(s).items()))) for m, s in sorted(method_sets.items())),
         versus=table.get("versus"),
         unit=unit,
+        at_rounds=at_rounds,
     )
     if quote.trace is not None:
         check_methods(quote, method_catalog.catalog(), f"{where}: trace {quote.trace!r}")
     return quote
+
+
+def parse_rounds(table: dict[str, Any], where: str) -> tuple[int, int] | None:
+    """The quote's ``at_rounds`` span (first and last round, both included), or None; no ``versus`` beside one."""
+    if "at_rounds" not in table:
+        return None
+    span = table["at_rounds"]
+    require(
+        len(span) == 2 and all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in span) and span[0] <= span[1],
+        f"{where}: at_rounds: expected the first and last round of the evaluations quoted, e.g. [3, 7], got {span!r}",
+    )
+    require("versus" not in table, f"{where}: versus: a quote at_rounds reads one method's evaluations")
+    return span[0], span[1]
 
 
 def check_methods(quote: Quote, known: Collection[str], where: str) -> None:

@@ -50,15 +50,17 @@ def distinct_diagnoses(claims: Sequence[Claim]) -> list[Diagnosis]:
 def quote_value(quote: Quote, claims: Mapping[str, Claim], records: Records, root: Path, scale: str) -> str:
     """The quote as the runs write it; ``Missing`` where a run is missing, unfinished or without the metric."""
     setting, runs = quote_runs(quote, claims, scale)
-    methods = [m for m in (quote.method, quote.versus) if m is not None]
-    values = []
-    for seed in quote.seeds:
-        read = [
-            read_value(run_dir(setting.run_folder(root, runs(m)), setting.trace, m, seed), quote.metric, records, root)
-            for m in methods
-        ]
-        values.append((read[0] - sum(read[1:])) * quote.scale)
-    return written(values, quote.form, quote.digits)
+
+    def place(method: str, seed: int) -> Path:
+        return run_dir(setting.run_folder(root, runs(method)), setting.trace, method, seed)
+
+    if quote.at_rounds is not None:
+        values = [v for seed in quote.seeds for v in read_rounds(place(quote.method, seed), quote, records, root)]
+    else:
+        methods = [m for m in (quote.method, quote.versus) if m is not None]
+        read = [[read_value(place(m, seed), quote.metric, records, root) for m in methods] for seed in quote.seeds]
+        values = [seed_values[0] - sum(seed_values[1:]) for seed_values in read]
+    return written([value * quote.scale for value in values], quote.form, quote.digits)
 
 
 def quote_runs(quote: Quote, claims: Mapping[str, Claim], scale: str) -> tuple[Setting, Callable[[str], MethodRun]]:
@@ -72,19 +74,36 @@ def quote_runs(quote: Quote, claims: Mapping[str, Claim], scale: str) -> tuple[S
     return Setting(quote.trace, tuple(sorted(sets.items()))), lambda method: MethodRun(method, overrides.get(method, ()))
 
 
+def finished_record(place: Path, records: Records, root: Path) -> RunRecord:
+    """The run's record; ``Missing`` naming the run where it is not in the archive or runs, or unfinished."""
+    if place not in records:
+        raise Missing(f"run {place.relative_to(root)} is not in the {'archive' if is_archive(root) else 'runs folder'} {root}")
+    record = records[place]()
+    if record.summary is None:
+        raise Missing(f"run {place.relative_to(root)} is incomplete in {root}")
+    return record
+
+
+def read_rounds(place: Path, quote: Quote, records: Records, root: Path) -> list[float]:
+    """A run's evaluations of the quote's rounds.csv column in its ``at_rounds``, in round order; ``Missing`` where none."""
+    assert quote.at_rounds is not None
+    first, last = quote.at_rounds
+    rows = finished_record(place, records, root).rounds()
+    values = rows.loc[rows["round"].between(first, last), ["round", quote.metric]].dropna().sort_values("round")
+    if values.empty:
+        raise Missing(f"run {place.relative_to(root)} has no {quote.metric} at rounds {first}-{last}")
+    return [float(v) for v in values[quote.metric]]
+
+
 def read_value(place: Path, metric: str, records: Records, root: Path) -> float:
     """A run's metric; ``Missing`` naming the run where it is not in the archive or runs, unfinished, or has none."""
-    where = place.relative_to(root)
-    if place not in records:
-        raise Missing(f"run {where} is not in the {'archive' if is_archive(root) else 'runs folder'} {root}")
-    record = records[place]()
+    record = finished_record(place, records, root)
     summary = record.summary
-    if summary is None:
-        raise Missing(f"run {where} is incomplete in {root}")
+    assert summary is not None
     if metric in SUMMARY_FIELDS:
         value = getattr(summary, metric)
     else:
         value = metric_spec(metric).read(summary, Context(rows=record.rounds))
     if value is None:
-        raise Missing(f"run {where} has no {metric}")
+        raise Missing(f"run {place.relative_to(root)} has no {metric}")
     return float(value)
