@@ -140,6 +140,7 @@ ROUND_QUOTES = [
     'text = "between 0.643-0.918", claim = "c", method = "cflgt", metric = "accuracy_mean", at_rounds = [0, 4], form = "range"',
 ]
 ROUND_EVIDENCE = EVIDENCE + " It dips to 0.643, 0.818 and 0.762 at round 2, between 0.643-0.918 over the run."
+BASE_QUOTE, ROUND_QUOTE = (QUOTES[0], EVIDENCE), (ROUND_QUOTES[0], ROUND_EVIDENCE)  # a quote to break, in its evidence
 
 
 def test_a_quote_at_rounds_reads_each_seeds_evaluations_there_from_the_folder_and_its_archive(tmp_path, runs):
@@ -154,23 +155,6 @@ def test_a_quote_at_rounds_reads_each_seeds_evaluations_there_from_the_folder_an
     late = claims(tmp_path, ROUND_EVIDENCE, [ROUND_QUOTES[0].replace("[1, 3]", "[5, 9]")])
     (line,) = quote_mismatches("paper", late, archive)
     assert line.endswith("run static+rounds=4/static/cflgt/seed0 has no accuracy_mean at rounds 5-9")
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        (
-            ("[1, 3]", "[3, 1]"),
-            "quotes[0]: at_rounds: expected the first and last round of the evaluations quoted, e.g. [3, 7], got [3, 1]",
-        ),
-        (('method = "cflgt"', 'method = "cflgt", versus = "ifca"'), "quotes[0]: versus: a quote at_rounds reads one method's"),
-        (('"accuracy_mean"', '"final_accuracy"'), "quotes[0]: metric 'final_accuracy': allowed with at_rounds (rounds.csv): "),
-    ],
-)
-def test_a_bad_quote_at_rounds_is_refused_at_load(tmp_path, change, message):
-    with pytest.raises(ConfigError) as error:
-        claims(tmp_path, ROUND_EVIDENCE, [ROUND_QUOTES[0].replace(*change)])
-    assert str(error.value).startswith(f"{tmp_path / 'claims' / 'paper.toml'}: diagnoses.merges: diagnosis: {message}")
 
 
 def test_an_edited_number_is_a_mismatch_naming_the_diagnosis_and_what_the_runs_give(tmp_path, runs):
@@ -197,23 +181,51 @@ def test_a_quote_whose_runs_are_missing_is_a_mismatch(tmp_path, runs):
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("change", "message", "quote", "evidence"),
     [
         (
             ("0.743, 0.918, 0.862", "0.743, 0.918, 0.86"),
             "quotes[0]: text '0.743, 0.918, 0.86': not in the evidence verbatim (its numbers whole)",
+            *BASE_QUOTE,
         ),
-        (('claim = "c"', 'claim = "d"'), "quotes[0]: claim 'd': unknown claim; the file's claims: c"),
-        (('method = "cflgt"', 'method = "flhc"'), "quotes[0]: claim 'c': method 'flhc': unknown method; allowed: cflgt, ifca"),
-        (('metric = "final_accuracy"', 'metric = "accuracy"'), "quotes[0]: metric 'accuracy': allowed: final_accuracy,"),
-        (('form = "each"', 'form = "list"'), "quotes[0]: form 'list': allowed: each, range, mean-sd, mean, min, max"),
-        (('claim = "c"', 'claim = "c", trace = "static"'), "quotes[0]: a quote names the claim whose setting"),
-        (('form = "each"', 'form = "each", colour = 1'), "quotes[0]: unknown key 'colour'"),
+        (('claim = "c"', 'claim = "d"'), "quotes[0]: claim 'd': unknown claim; the file's claims: c", *BASE_QUOTE),
+        (
+            ('method = "cflgt"', 'method = "flhc"'),
+            "quotes[0]: claim 'c': method 'flhc': unknown method; allowed: cflgt, ifca",
+            *BASE_QUOTE,
+        ),
+        (
+            ('metric = "final_accuracy"', 'metric = "accuracy"'),
+            "quotes[0]: metric 'accuracy': allowed: final_accuracy,",
+            *BASE_QUOTE,
+        ),
+        (
+            ('form = "each"', 'form = "list"'),
+            "quotes[0]: form 'list': allowed: each, range, mean-sd, mean, min, max",
+            *BASE_QUOTE,
+        ),
+        (('claim = "c"', 'claim = "c", trace = "static"'), "quotes[0]: a quote names the claim whose setting", *BASE_QUOTE),
+        (('form = "each"', 'form = "each", colour = 1'), "quotes[0]: unknown key 'colour'", *BASE_QUOTE),
+        (
+            ("[1, 3]", "[3, 1]"),
+            "quotes[0]: at_rounds: expected the first and last round of the evaluations quoted, e.g. [3, 7], got [3, 1]",
+            *ROUND_QUOTE,
+        ),
+        (
+            ('method = "cflgt"', 'method = "cflgt", versus = "ifca"'),
+            "quotes[0]: versus: a quote at_rounds reads one method's",
+            *ROUND_QUOTE,
+        ),
+        (
+            ('"accuracy_mean"', '"final_accuracy"'),
+            "quotes[0]: metric 'final_accuracy': allowed with at_rounds (rounds.csv): ",
+            *ROUND_QUOTE,
+        ),
     ],
 )
-def test_a_bad_quote_is_refused_at_load_naming_the_file_diagnosis_and_field(tmp_path, change, message):
+def test_a_bad_quote_is_refused_at_load_naming_the_file_diagnosis_and_field(tmp_path, change, message, quote, evidence):
     with pytest.raises(ConfigError) as error:
-        claims(tmp_path, quotes=[QUOTES[0].replace(*change)])
+        claims(tmp_path, evidence, [quote.replace(*change)])
     assert str(error.value).startswith(f"{tmp_path / 'claims' / 'paper.toml'}: diagnoses.merges: diagnosis: {message}")
 
 
