@@ -54,8 +54,9 @@ def quote_value(quote: Quote, claims: Mapping[str, Claim], records: Records, roo
     def place(method: str, seed: int) -> Path:
         return run_dir(setting.run_folder(root, runs(method)), setting.trace, method, seed)
 
-    if quote.at_rounds is not None:
-        values = [v for seed in quote.seeds for v in read_rounds(place(quote.method, seed), quote, records, root)]
+    span = quote.at_rounds
+    if span is not None:
+        values = [v for seed in quote.seeds for v in read_rounds(place(quote.method, seed), quote.metric, span, records, root)]
     else:
         methods = [m for m in (quote.method, quote.versus) if m is not None]
         read = [[read_value(place(m, seed), quote.metric, records, root) for m in methods] for seed in quote.seeds]
@@ -84,15 +85,15 @@ def finished_record(place: Path, records: Records, root: Path) -> RunRecord:
     return record
 
 
-def read_rounds(place: Path, quote: Quote, records: Records, root: Path) -> list[float]:
-    """A run's evaluations of the quote's rounds.csv column in its ``at_rounds``, in round order; ``Missing`` where none."""
-    assert quote.at_rounds is not None
-    first, last = quote.at_rounds
+def read_rounds(place: Path, metric: str, span: tuple[int, int], records: Records, root: Path) -> list[float]:
+    """A run's evaluations of the rounds.csv column ``metric`` in rounds ``span`` (both ends included), in round order;
+    ``Missing`` where none."""
+    first, last = span
     rows = finished_record(place, records, root).rounds()
-    values = rows.loc[rows["round"].between(first, last), ["round", quote.metric]].dropna().sort_values("round")
+    values = rows.loc[rows["round"].between(first, last), ["round", metric]].dropna().sort_values("round")
     if values.empty:
-        raise Missing(f"run {place.relative_to(root)} has no {quote.metric} at rounds {first}-{last}")
-    return [float(v) for v in values[quote.metric]]
+        raise Missing(f"run {place.relative_to(root)} has no {metric} at rounds {first}-{last}")
+    return [float(v) for v in values[metric]]
 
 
 def read_value(place: Path, metric: str, records: Records, root: Path) -> float:
